@@ -1,0 +1,721 @@
+// polyffi C++ convenience layer: header-only, built on the C ABI alone.
+//
+// This is how C++ outside libpolyffi (fixtures, plugins, model kernels, C++ users) talks to the
+// runtime: RAII handles, typed functions made from ordinary lambdas with checked argument
+// conversion, and a registration macro. It links nothing but the TVM* C API, so there is one
+// registry and one type table per process however many libraries include it.
+#ifndef POLYFFI_POLYFFI_HPP_
+#define POLYFFI_POLYFFI_HPP_
+
+#include <polyffi/c_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace polyffi {
+
+// ---- Errors ------------------------------------------------------------------------------------
+
+/*! \brief An error with a kind ("ValueError", ...) and a message; crosses the ABI as text. */
+class Error : public std::runtime_error {
+ public:
+  Error(std::string kind, const std::string& message)
+      : std::runtime_error(message), kind_(std::move(kind)) {}
+  const std::string& kind() const { return kind_; }
+  std::string message() const { return what(); }
+  /*! \brief "Kind: message", the form TVMAPISetLastError takes. */
+  std::string full() const { return kind_ + ": " + what(); }
+
+  /*! \brief Parse TVMGetLastError()'s first line into kind and message. */
+  static Error FromLastError() {
+    std::string text = TVMGetLastError();
+    std::string first = text.substr(0, text.find('\n'));
+    size_t colon = first.find(": ");
+    if (colon != std::string::npos && colon > 0) {
+      bool ok = true;
+      for (size_t i = 0; i < colon; ++i) {
+        char c = first[i];
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.');
+      }
+      if (ok) return Error(first.substr(0, colon), text.substr(colon + 2));
+    }
+    return Error("TVMError", text);
+  }
+
+ private:
+  std::string kind_;
+};
+
+/*! \brief Throw polyffi::Error from the last error when rc != 0. */
+inline void CheckCall(int rc) {
+  if (rc != 0) throw Error::FromLastError();
+}
+
+/*! \brief Name of a type code as used in error messages. */
+inline const char* TypeCodeName(int code) {
+  switch (code) {
+    case kTVMArgInt: return "int";
+    case kDLUInt: return "uint";
+    case kTVMArgFloat: return "float";
+    case kTVMOpaqueHandle: return "handle";
+    case kTVMNullptr: return "None";
+    case kTVMDataType: return "dtype";
+    case kDLDevice: return "Device";
+    case kTVMDLTensorHandle: return "DLTensor*";
+    case kTVMObjectHandle: return "Object";
+    case kTVMModuleHandle: return "Module";
+    case kTVMPackedFuncHandle: return "Function";
+    case kTVMStr: return "str";
+    case kTVMBytes: return "bytes";
+    case kTVMNDArrayHandle: return "NDArray";
+    case kTVMObjectRValueRefArg: return "ObjectRValueRef";
+    case kTVMArgBool: return "bool";
+    default: return "unknown type code";
+  }
+}
+
+// ---- Handles -----------------------------------------------------------------------------------
+
+/*! \brief An owned reference to any object handle (function, module, object, container). */
+class ObjectRef {
+ public:
+  ObjectRef() = default;
+  /*! \brief Adopt an owned handle. */
+  static ObjectRef Adopt(void* handle) { return ObjectRef(handle); }
+  /*! \brief Retain a borrowed handle. */
+  static ObjectRef Borrow(void* handle) {
+    TVMObjectRetain(handle);
+    return ObjectRef(handle);
+  }
+  ObjectRef(const ObjectRef& o) : handle_(o.handle_) { TVMObjectRetain(handle_); }
+  ObjectRef(ObjectRef&& o) noexcept : handle_(o.handle_) { o.handle_ = nullptr; }
+  ObjectRef& operator=(ObjectRef o) noexcept {
+    std::swap(handle_, o.handle_);
+    return *this;
+  }
+  ~ObjectRef() { TVMObjectFree(handle_); }
+  void* get() const { return handle_; }
+  /*! \brief Give up ownership. */
+  void* release() { return std::exchange(handle_, nullptr); }
+  explicit operator bool() const { return handle_ != nullptr; }
+  uint32_t type_index() const {
+    unsigned t = 0;
+    CheckCall(TVMObjectGetTypeIndex(handle_, &t));
+    return t;
+  }
+  std::string type_key() const {
+    char* key = nullptr;
+    CheckCall(TVMObjectTypeIndex2Key(type_index(), &key));
+    return key;
+  }
+
+ protected:
+  explicit ObjectRef(void* h) : handle_(h) {}
+  void* handle_ = nullptr;
+};
+
+class Function;
+
+/*!
+ * \brief An owned value returned by a call: numbers, strings (copied out of thread-local
+ *  storage at once), and object references.
+ */
+class Any {
+ public:
+  Any() { value_.v_handle = nullptr; }
+  /*! \brief Take a value that TVMFuncCall just returned. */
+  static Any FromReturn(TVMValue v, int code) {
+    Any a;
+    a.code_ = code;
+    if (code == kTVMStr) {
+      a.str_ = v.v_str;
+    } else if (code == kTVMBytes) {
+      auto* b = static_cast<TVMByteArray*>(v.v_handle);
+      a.str_.assign(b->data, b->size);
+    } else if (IsObjectCode(code)) {
+      a.obj_ = ObjectRef::Adopt(ObjectHandleOf(v, code));
+    } else {
+      a.value_ = v;
+    }
+    return a;
+  }
+  static bool IsObjectCode(int code) {
+    return code == kTVMObjectHandle || code == kTVMModuleHandle || code == kTVMPackedFuncHandle ||
+           code == kTVMNDArrayHandle;
+  }
+  /*! \brief The object handle of an object-coded value (an NDArray's DLTensor* is its handle). */
+  static void* ObjectHandleOf(TVMValue v, int code) {
+    return code == kTVMNDArrayHandle ? NDArrayObjectOf(v.v_handle) : v.v_handle;
+  }
+  /*! \brief polyffi NDArray handles point at the DLTensor inside the object; see ndarray docs. */
+  static void* NDArrayObjectOf(void* dltensor);
+
+  int type_code() const { return code_; }
+  bool is_none() const { return code_ == kTVMNullptr; }
+  int64_t as_int() const {
+    if (code_ != kTVMArgInt && code_ != kDLUInt && code_ != kTVMArgBool) Mismatch("int");
+    return value_.v_int64;
+  }
+  bool as_bool() const {
+    if (code_ != kTVMArgInt && code_ != kTVMArgBool) Mismatch("bool");
+    return value_.v_int64 != 0;
+  }
+  double as_float() const {
+    if (code_ == kTVMArgFloat) return value_.v_float64;
+    if (code_ == kTVMArgInt || code_ == kTVMArgBool) return static_cast<double>(value_.v_int64);
+    Mismatch("float");
+  }
+  const std::string& as_str() const {
+    if (code_ != kTVMStr && code_ != kTVMBytes) Mismatch("str");
+    return str_;
+  }
+  const ObjectRef& as_object() const {
+    if (!IsObjectCode(code_)) Mismatch("Object");
+    return obj_;
+  }
+  TVMValue raw() const { return value_; }
+
+ private:
+  [[noreturn]] void Mismatch(const char* want) const {
+    throw Error("TypeError", std::string("expected ") + want + " but got " + TypeCodeName(code_));
+  }
+  TVMValue value_;
+  int code_ = kTVMNullptr;
+  std::string str_;
+  ObjectRef obj_;
+};
+
+// ---- Argument packing --------------------------------------------------------------------------
+
+namespace detail {
+
+inline void Pack(TVMValue* v, int* c, int64_t x) { v->v_int64 = x, *c = kTVMArgInt; }
+inline void Pack(TVMValue* v, int* c, int x) { v->v_int64 = x, *c = kTVMArgInt; }
+inline void Pack(TVMValue* v, int* c, bool x) { v->v_int64 = x, *c = kTVMArgBool; }
+inline void Pack(TVMValue* v, int* c, double x) { v->v_float64 = x, *c = kTVMArgFloat; }
+inline void Pack(TVMValue* v, int* c, const char* x) { v->v_str = x, *c = kTVMStr; }
+inline void Pack(TVMValue* v, int* c, const std::string& x) { v->v_str = x.c_str(), *c = kTVMStr; }
+inline void Pack(TVMValue* v, int* c, std::nullptr_t) { v->v_handle = nullptr, *c = kTVMNullptr; }
+inline void Pack(TVMValue* v, int* c, DLDevice x) { v->v_device = x, *c = kDLDevice; }
+inline void Pack(TVMValue* v, int* c, DLDataType x) { v->v_type = x, *c = kTVMDataType; }
+inline void Pack(TVMValue* v, int* c, DLTensor* x) { v->v_handle = x, *c = kTVMDLTensorHandle; }
+inline void Pack(TVMValue* v, int* c, TVMByteArray* x) { v->v_handle = x, *c = kTVMBytes; }
+inline void Pack(TVMValue* v, int* c, const ObjectRef& x) {
+  v->v_handle = x.get(), *c = kTVMObjectHandle;
+}
+inline void Pack(TVMValue* v, int* c, const Function& f);
+
+}  // namespace detail
+
+/*! \brief An owned function handle; calling it packs C++ values into TVMValues. */
+class Function : public ObjectRef {
+ public:
+  Function() = default;
+  static Function Adopt(TVMFunctionHandle h) { return Function(h); }
+  static Function Borrow(TVMFunctionHandle h) {
+    TVMObjectRetain(h);
+    return Function(h);
+  }
+  /*! \brief The global function NAME, or an empty Function when missing. */
+  static Function GetGlobal(const char* name) {
+    TVMFunctionHandle h = nullptr;
+    CheckCall(TVMFuncGetGlobal(name, &h));
+    return Function(h);
+  }
+  /*! \brief The global function NAME; throws ValueError when missing. */
+  static Function GetGlobalRequired(const char* name) {
+    Function f = GetGlobal(name);
+    if (!f) throw Error("ValueError", std::string("Cannot find global function ") + name);
+    return f;
+  }
+  template <typename... Args>
+  Any operator()(Args&&... args) const {
+    constexpr size_t n = sizeof...(Args);
+    TVMValue values[n > 0 ? n : 1];
+    int codes[n > 0 ? n : 1];
+    size_t i = 0;
+    (void)i;
+    ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
+    return CallPacked(values, codes, static_cast<int>(n));
+  }
+  Any CallPacked(TVMValue* values, int* codes, int n) const {
+    TVMValue rv;
+    int rc = kTVMNullptr;
+    CheckCall(TVMFuncCall(handle_, values, codes, n, &rv, &rc));
+    return Any::FromReturn(rv, rc);
+  }
+
+ private:
+  explicit Function(void* h) : ObjectRef(h) {}
+};
+
+inline void detail::Pack(TVMValue* v, int* c, const Function& f) {
+  v->v_handle = f.get(), *c = kTVMPackedFuncHandle;
+}
+
+inline void* Any::NDArrayObjectOf(void* dltensor) {
+  // The runtime exposes the mapping through a registered global so this layer needs no layout
+  // knowledge; looked up once.
+  static TVMFunctionHandle f = [] {
+    TVMFunctionHandle h = nullptr;
+    TVMFuncGetGlobal("runtime.NDArrayObjectHandle", &h);
+    return h;
+  }();
+  if (dltensor == nullptr || f == nullptr) return dltensor;
+  TVMValue arg, rv;
+  int code = kTVMDLTensorHandle, rc = kTVMNullptr;
+  arg.v_handle = dltensor;
+  if (TVMFuncCall(f, &arg, &code, 1, &rv, &rc) != 0) return dltensor;
+  return rv.v_handle;
+}
+
+// ---- Typed arguments ---------------------------------------------------------------------------
+
+/*! \brief Bytes as a distinct C++ type, so a typed function can ask for kTVMBytes. */
+struct Bytes {
+  std::string data;
+};
+
+/*! \brief A borrowed DLTensor view (kTVMDLTensorHandle or an NDArray). */
+struct TensorView {
+  DLTensor* tensor;
+};
+
+/*! \brief A borrowed argument of a packed call. */
+class ArgValue {
+ public:
+  ArgValue(TVMValue v, int code) : value_(v), code_(code) {}
+  int type_code() const { return code_; }
+  TVMValue raw() const { return value_; }
+  template <typename T>
+  T as() const;
+
+ private:
+  TVMValue value_;
+  int code_;
+};
+
+/*! \brief Conversion of one argument; specialised per supported C++ type. */
+template <typename T, typename = void>
+struct ArgTraits;
+
+namespace detail {
+
+/*! \brief Bytes of a runtime.String object, through the registered accessor (looked up once). */
+inline std::string StringObjectBytes(void* handle) {
+  static TVMFunctionHandle f = [] {
+    TVMFunctionHandle h = nullptr;
+    TVMFuncGetGlobal("runtime.StringBytes", &h);
+    return h;
+  }();
+  TVMValue arg, rv;
+  int code = kTVMObjectHandle, rc = kTVMNullptr;
+  arg.v_handle = handle;
+  CheckCall(TVMFuncCall(f, &arg, &code, 1, &rv, &rc));
+  auto* b = static_cast<TVMByteArray*>(rv.v_handle);
+  return std::string(b->data, b->size);
+}
+
+inline bool IsStringObject(void* handle) {
+  static unsigned string_index = [] {
+    unsigned t = ~0u;
+    TVMObjectTypeKey2Index("runtime.String", &t);
+    return t;
+  }();
+  unsigned t = 0;
+  return handle != nullptr && TVMObjectGetTypeIndex(handle, &t) == 0 && t == string_index;
+}
+
+}  // namespace detail
+
+template <typename T>
+struct ArgTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  static const char* Name() { return "int"; }
+  static bool Check(int c) { return c == kTVMArgInt || c == kDLUInt || c == kTVMArgBool; }
+  static T Get(TVMValue v, int) { return static_cast<T>(v.v_int64); }
+};
+template <>
+struct ArgTraits<bool> {
+  static const char* Name() { return "bool"; }
+  static bool Check(int c) { return c == kTVMArgBool || c == kTVMArgInt; }
+  static bool Get(TVMValue v, int) { return v.v_int64 != 0; }
+};
+template <typename T>
+struct ArgTraits<T, std::enable_if_t<std::is_floating_point_v<T>>> {
+  static const char* Name() { return "float"; }
+  static bool Check(int c) { return c == kTVMArgFloat || c == kTVMArgInt || c == kTVMArgBool; }
+  static T Get(TVMValue v, int c) {
+    return static_cast<T>(c == kTVMArgFloat ? v.v_float64 : static_cast<double>(v.v_int64));
+  }
+};
+template <>
+struct ArgTraits<std::string> {
+  static const char* Name() { return "str"; }
+  static bool Check(int c) { return c == kTVMStr || c == kTVMBytes || c == kTVMObjectHandle; }
+  static bool CheckValue(TVMValue v, int c) {
+    return c != kTVMObjectHandle || detail::IsStringObject(v.v_handle);
+  }
+  static std::string Get(TVMValue v, int c) {
+    if (c == kTVMStr) return v.v_str;
+    if (c == kTVMBytes) {
+      auto* b = static_cast<TVMByteArray*>(v.v_handle);
+      return std::string(b->data, b->size);
+    }
+    return detail::StringObjectBytes(v.v_handle);
+  }
+};
+template <>
+struct ArgTraits<Bytes> {
+  static const char* Name() { return "bytes"; }
+  static bool Check(int c) { return c == kTVMBytes; }
+  static Bytes Get(TVMValue v, int) {
+    auto* b = static_cast<TVMByteArray*>(v.v_handle);
+    return Bytes{std::string(b->data, b->size)};
+  }
+};
+template <>
+struct ArgTraits<DLDevice> {
+  static const char* Name() { return "Device"; }
+  static bool Check(int c) { return c == kDLDevice; }
+  static DLDevice Get(TVMValue v, int) { return v.v_device; }
+};
+template <>
+struct ArgTraits<DLDataType> {
+  static const char* Name() { return "dtype"; }
+  static bool Check(int c) { return c == kTVMDataType; }
+  static DLDataType Get(TVMValue v, int) { return v.v_type; }
+};
+template <>
+struct ArgTraits<TensorView> {
+  static const char* Name() { return "NDArray"; }
+  static bool Check(int c) { return c == kTVMDLTensorHandle || c == kTVMNDArrayHandle; }
+  static TensorView Get(TVMValue v, int) { return TensorView{static_cast<DLTensor*>(v.v_handle)}; }
+};
+template <>
+struct ArgTraits<Function> {
+  static const char* Name() { return "Function"; }
+  static bool Check(int c) { return c == kTVMPackedFuncHandle; }
+  static Function Get(TVMValue v, int) { return Function::Borrow(v.v_handle); }
+};
+template <>
+struct ArgTraits<ObjectRef> {
+  static const char* Name() { return "Object"; }
+  static bool Check(int c) {
+    return c == kTVMObjectHandle || c == kTVMModuleHandle || c == kTVMPackedFuncHandle ||
+           c == kTVMNDArrayHandle;
+  }
+  static ObjectRef Get(TVMValue v, int c) {
+    return ObjectRef::Borrow(Any::ObjectHandleOf(v, c));
+  }
+};
+template <>
+struct ArgTraits<ArgValue> {
+  static const char* Name() { return "Any"; }
+  static bool Check(int) { return true; }
+  static ArgValue Get(TVMValue v, int c) { return ArgValue(v, c); }
+};
+
+namespace detail {
+template <typename T, typename = void>
+struct HasCheckValue : std::false_type {};
+template <typename T>
+struct HasCheckValue<T, std::void_t<decltype(T::CheckValue(TVMValue{}, 0))>> : std::true_type {};
+
+template <typename T>
+bool ArgMatches(TVMValue v, int c) {
+  using Tr = ArgTraits<T>;
+  if (!Tr::Check(c)) return false;
+  if constexpr (HasCheckValue<Tr>::value) return Tr::CheckValue(v, c);
+  return true;
+}
+}  // namespace detail
+
+template <typename T>
+T ArgValue::as() const {
+  using U = std::decay_t<T>;
+  if (!detail::ArgMatches<U>(value_, code_)) {
+    throw Error("TypeError", std::string("expected ") + ArgTraits<U>::Name() + " but got " +
+                                 TypeCodeName(code_));
+  }
+  return ArgTraits<U>::Get(value_, code_);
+}
+
+// ---- Return values -----------------------------------------------------------------------------
+
+/*! \brief The return slot of a packed call (wraps TVMRetValueHandle). */
+class RetValue {
+ public:
+  explicit RetValue(TVMRetValueHandle h) : handle_(h) {}
+  void SetRaw(TVMValue v, int code) { CheckCall(TVMCFuncSetReturn(handle_, &v, &code, 1)); }
+  void Set(std::nullptr_t) { SetRaw(TVMValue{}, kTVMNullptr); }
+  void Set(bool x) { Raw(x ? 1 : 0, kTVMArgBool); }
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  void Set(T x) {
+    Raw(static_cast<int64_t>(x), kTVMArgInt);
+  }
+  void Set(double x) {
+    TVMValue v;
+    v.v_float64 = x;
+    SetRaw(v, kTVMArgFloat);
+  }
+  void Set(float x) { Set(static_cast<double>(x)); }
+  void Set(const char* s) {
+    TVMValue v;
+    v.v_str = s;
+    SetRaw(v, kTVMStr);
+  }
+  /*! \brief Strings with an embedded NUL travel as a runtime.String object (ABI.md 6). */
+  void Set(const std::string& s) {
+    if (s.find('\0') == std::string::npos) return Set(s.c_str());
+    static Function make = Function::GetGlobalRequired("runtime.String");
+    TVMByteArray b{s.data(), s.size()};
+    Any obj = make(&b);
+    SetRaw(ObjectValue(obj), kTVMObjectHandle);
+  }
+  void Set(const Bytes& b) {
+    TVMByteArray arr{b.data.data(), b.data.size()};
+    TVMValue v;
+    v.v_handle = &arr;
+    SetRaw(v, kTVMBytes);
+  }
+  void Set(DLDevice d) {
+    TVMValue v;
+    v.v_device = d;
+    SetRaw(v, kDLDevice);
+  }
+  void Set(DLDataType t) {
+    TVMValue v;
+    v.v_type = t;
+    SetRaw(v, kTVMDataType);
+  }
+  void Set(const Function& f) {
+    TVMValue v;
+    v.v_handle = f.get();
+    SetRaw(v, f ? kTVMPackedFuncHandle : kTVMNullptr);
+  }
+  void Set(const ObjectRef& o) {
+    TVMValue v;
+    v.v_handle = o.get();
+    SetRaw(v, o ? kTVMObjectHandle : kTVMNullptr);
+  }
+  void Set(const Any& a) {
+    if (a.type_code() == kTVMStr || a.type_code() == kTVMBytes) {
+      if (a.type_code() == kTVMStr) return Set(a.as_str());
+      return Set(Bytes{a.as_str()});
+    }
+    if (Any::IsObjectCode(a.type_code())) {
+      TVMValue v;
+      v.v_handle = a.as_object().get();
+      return SetRaw(v, a.type_code() == kTVMNDArrayHandle ? kTVMObjectHandle : a.type_code());
+    }
+    SetRaw(a.raw(), a.type_code());
+  }
+  void Set(ArgValue a) { SetRaw(a.raw(), a.type_code()); }
+
+ private:
+  static TVMValue ObjectValue(const Any& a) {
+    TVMValue v;
+    v.v_handle = a.as_object().get();
+    return v;
+  }
+  void Raw(int64_t x, int code) {
+    TVMValue v;
+    v.v_int64 = x;
+    SetRaw(v, code);
+  }
+  TVMRetValueHandle handle_;
+};
+
+template <typename T>
+struct RetName {
+  static const char* Name() {
+    if constexpr (std::is_void_v<T>) {
+      return "None";
+    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, const char*>) {
+      return "str";
+    } else if constexpr (std::is_same_v<T, Any>) {
+      return "Any";
+    } else {
+      return ArgTraits<std::decay_t<T>>::Name();
+    }
+  }
+};
+
+// ---- Packed and typed functions ----------------------------------------------------------------
+
+/*! \brief The arguments of a packed call. */
+class PackedArgs {
+ public:
+  PackedArgs(TVMValue* v, int* c, int n) : values(v), codes(c), size(n) {}
+  ArgValue operator[](int i) const { return ArgValue(values[i], codes[i]); }
+  TVMValue* values;
+  int* codes;
+  int size;
+};
+
+using PackedBody = std::function<void(PackedArgs, RetValue*)>;
+
+namespace detail {
+
+/*! \brief The one exception barrier of a C++ callback: error kind and message become text. */
+template <typename F>
+int GuardedCall(F&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const Error& e) {
+    TVMAPISetLastError(e.full().c_str());
+  } catch (const std::bad_alloc&) {
+    TVMAPISetLastError("RuntimeError: out of memory");
+  } catch (const std::exception& e) {
+    TVMAPISetLastError((std::string("RuntimeError: ") + e.what()).c_str());
+  } catch (...) {
+    TVMAPISetLastError("InternalError: unknown C++ exception");
+  }
+  return -1;
+}
+
+template <typename Body>
+int Trampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
+  return GuardedCall([&] {
+    RetValue rv(ret);
+    (*static_cast<Body*>(resource))(PackedArgs(args, codes, n), &rv);
+  });
+}
+
+template <typename Body>
+void Deleter(void* resource) {
+  delete static_cast<Body*>(resource);
+}
+
+template <typename R, typename... Args>
+std::string Signature(const std::string& name) {
+  std::ostringstream os;
+  os << name << "(";
+  size_t i = 0;
+  ((os << (i ? ", " : "") << i << ": " << ArgTraits<std::decay_t<Args>>::Name(), ++i), ...);
+  os << ") -> " << RetName<R>::Name();
+  return os.str();
+}
+
+template <typename R, typename... Args, typename F, size_t... I>
+void InvokeTyped(const F& f, const std::string& name, PackedArgs args, RetValue* rv,
+                 std::index_sequence<I...>) {
+  constexpr int n = sizeof...(Args);
+  if (args.size != n) {
+    std::ostringstream os;
+    os << Signature<R, Args...>(name) << ": expected " << n << " argument" << (n == 1 ? "" : "s")
+       << " but got " << args.size;
+    throw Error("TypeError", os.str());
+  }
+  auto check = [&](int i, bool ok, const char* want) {
+    if (!ok) {
+      std::ostringstream os;
+      os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want
+         << " but got " << TypeCodeName(args.codes[i]);
+      throw Error("TypeError", os.str());
+    }
+  };
+  (check(static_cast<int>(I),
+         ArgMatches<std::decay_t<Args>>(args.values[I], args.codes[I]),
+         ArgTraits<std::decay_t<Args>>::Name()),
+   ...);
+  if constexpr (std::is_void_v<R>) {
+    f(ArgTraits<std::decay_t<Args>>::Get(args.values[I], args.codes[I])...);
+    rv->Set(nullptr);
+  } else {
+    rv->Set(f(ArgTraits<std::decay_t<Args>>::Get(args.values[I], args.codes[I])...));
+  }
+}
+
+template <typename T>
+struct FnTraits : FnTraits<decltype(&T::operator())> {};
+template <typename C, typename R, typename... A>
+struct FnTraits<R (C::*)(A...) const> {
+  using Ret = R;
+  template <typename F>
+  static PackedBody Wrap(F f, std::string name) {
+    return [f = std::move(f), name = std::move(name)](PackedArgs args, RetValue* rv) {
+      InvokeTyped<R, A...>(f, name, args, rv, std::index_sequence_for<A...>{});
+    };
+  }
+};
+template <typename C, typename R, typename... A>
+struct FnTraits<R (C::*)(A...)> : FnTraits<R (C::*)(A...) const> {};
+template <typename R, typename... A>
+struct FnTraits<R (*)(A...)> : FnTraits<R (std::function<R(A...)>::*)(A...) const> {};
+
+}  // namespace detail
+
+/*! \brief Make a function from a packed body: body(PackedArgs, RetValue*). */
+inline Function MakePacked(PackedBody body) {
+  auto* resource = new PackedBody(std::move(body));
+  TVMFunctionHandle h = nullptr;
+  // On failure the runtime runs the finalizer itself, so the resource never leaks.
+  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<PackedBody>, resource,
+                                   detail::Deleter<PackedBody>, &h));
+  return Function::Adopt(h);
+}
+
+/*!
+ * \brief Make a function from an ordinary lambda or function pointer; argument types are checked
+ *  and mismatches reported with index, name and signature.
+ */
+template <typename F>
+Function MakeTyped(F f, std::string name = "<lambda>") {
+  return MakePacked(detail::FnTraits<std::decay_t<F>>::Wrap(std::move(f), std::move(name)));
+}
+
+/*! \brief Register f as the global NAME. */
+inline void RegisterGlobal(const std::string& name, const Function& f, bool override = false) {
+  CheckCall(TVMFuncRegisterGlobal(name.c_str(), f.get(), override ? 1 : 0));
+}
+
+/*! \brief Helper behind POLYFFI_REGISTER_GLOBAL. */
+class Registerer {
+ public:
+  explicit Registerer(const char* name) : name_(name) {}
+  template <typename F>
+  Registerer& set_body_typed(F f) {
+    Register(MakeTyped(std::move(f), name_));
+    return *this;
+  }
+  Registerer& set_body_packed(PackedBody body) {
+    Register(MakePacked(std::move(body)));
+    return *this;
+  }
+
+ private:
+  void Register(const Function& f) {
+    // Static initialisers must not throw: a registration failure is reported once on stderr.
+    int rc = TVMFuncRegisterGlobal(name_.c_str(), f.get(), 0);
+    if (rc != 0) std::fprintf(stderr, "polyffi: cannot register %s: %s\n", name_.c_str(),
+                              TVMGetLastError());
+  }
+  std::string name_;
+};
+
+#define POLYFFI_STR_CONCAT_(a, b) a##b
+#define POLYFFI_STR_CONCAT(a, b) POLYFFI_STR_CONCAT_(a, b)
+/*!
+ * \brief Register a global at load time:
+ *   POLYFFI_REGISTER_GLOBAL("my.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });
+ */
+#define POLYFFI_REGISTER_GLOBAL(name)                                                    \
+  static ::polyffi::Registerer& POLYFFI_STR_CONCAT(polyffi_reg_, __COUNTER__) [[maybe_unused]] = \
+      *new ::polyffi::Registerer(name)
+
+}  // namespace polyffi
+
+#endif  // POLYFFI_POLYFFI_HPP_
