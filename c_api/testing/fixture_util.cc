@@ -1,0 +1,143 @@
+#include "fixture_util.h"
+
+#include <atomic>
+#include <cstdio>
+#include <new>
+
+namespace polyffi_testing {
+namespace {
+
+std::atomic<int64_t> g_live_objects{0};
+
+int FixtureTrampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
+  int passthrough = 0;
+  int rc = polyffi::detail::GuardedCall([&] {
+    try {
+      RetValue rv(ret);
+      (*static_cast<Body*>(resource))(PackedArgs(args, codes, n), &rv);
+    } catch (const AlreadySet& e) {
+      passthrough = e.rc;
+    }
+  });
+  return passthrough != 0 ? passthrough : rc;
+}
+
+void FixtureDeleter(void* resource) { delete static_cast<Body*>(resource); }
+
+/*! \brief Release an owned reference returned with the given code. */
+void ReleaseOwned(TVMValue v, int code) {
+  switch (code) {
+    case kTVMPackedFuncHandle:
+      TVMFuncFree(v.v_handle);
+      break;
+    case kTVMModuleHandle:
+      TVMModFree(v.v_handle);
+      break;
+    case kTVMNDArrayHandle:
+      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
+      break;
+    case kTVMObjectHandle:
+      TVMObjectFree(v.v_handle);
+      break;
+    default:
+      break;  // numbers, strings (copied), views and None own nothing
+  }
+}
+
+}  // namespace
+
+polyffi::Function MakeFixture(Body body) {
+  auto* resource = new Body(std::move(body));
+  TVMFunctionHandle h = nullptr;
+  // On failure the runtime runs the finalizer itself, so the resource never leaks.
+  polyffi::CheckCall(TVMFuncCreateFromCFunc(FixtureTrampoline, resource, FixtureDeleter, &h));
+  return polyffi::Function::Adopt(h);
+}
+
+Registrar::Registrar(const char* name, Body body) noexcept {
+  try {
+    polyffi::Function f = MakeFixture(std::move(body));
+    if (TVMFuncRegisterGlobal(name, f.get(), 0) != 0) {
+      std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, e.what());
+  }
+}
+
+TVMFunctionHandle CoreGlobal(const char* name) {
+  TVMFunctionHandle h = nullptr;
+  polyffi::CheckCall(TVMFuncGetGlobal(name, &h));
+  if (h == nullptr) {
+    throw polyffi::Error("ValueError", std::string("Cannot find global function ") + name);
+  }
+  return h;
+}
+
+OwnedValue::OwnedValue(TVMValue v, int code) : value_(v), code_(code) {
+  if (code == kTVMStr) {
+    bytes_ = v.v_str;
+  } else if (code == kTVMBytes) {
+    auto* b = static_cast<TVMByteArray*>(v.v_handle);
+    bytes_.assign(b->data, b->size);
+  }
+}
+
+OwnedValue::OwnedValue(OwnedValue&& o) noexcept
+    : value_(o.value_), code_(o.code_), bytes_(std::move(o.bytes_)) {
+  o.code_ = kTVMNullptr;
+  o.value_.v_handle = nullptr;
+}
+
+OwnedValue& OwnedValue::operator=(OwnedValue&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    value_ = o.value_;
+    code_ = o.code_;
+    bytes_ = std::move(o.bytes_);
+    o.code_ = kTVMNullptr;
+    o.value_.v_handle = nullptr;
+  }
+  return *this;
+}
+
+void OwnedValue::Reset() {
+  ReleaseOwned(value_, code_);
+  code_ = kTVMNullptr;
+  value_.v_handle = nullptr;
+}
+
+void OwnedValue::SetTo(RetValue* rv) const {
+  TVMValue v = value_;
+  TVMByteArray arr{bytes_.data(), bytes_.size()};
+  if (code_ == kTVMStr) {
+    v.v_str = bytes_.c_str();
+  } else if (code_ == kTVMBytes) {
+    v.v_handle = &arr;
+  }
+  // TVMCFuncSetReturn copies strings and retains objects; our own reference is released later.
+  rv->SetRaw(v, code_);
+}
+
+OwnedValue CallRaw(TVMFunctionHandle f, TVMValue* values, int* codes, int n) {
+  TVMValue rv;
+  int rc = kTVMNullptr;
+  Check(TVMFuncCall(f, values, codes, n, &rv, &rc));
+  return OwnedValue(rv, rc);
+}
+
+void CheckArity(const char* name, const PackedArgs& args, int n) {
+  if (args.size != n) {
+    throw polyffi::Error("TypeError", std::string(name) + " expected " + std::to_string(n) +
+                                          (n == 1 ? " argument" : " arguments") + " but got " +
+                                          std::to_string(args.size));
+  }
+}
+
+int64_t LiveObjects() { return g_live_objects.load(); }
+
+LiveToken::LiveToken() { g_live_objects.fetch_add(1); }
+LiveToken::LiveToken(const LiveToken&) { g_live_objects.fetch_add(1); }
+LiveToken::~LiveToken() { g_live_objects.fetch_sub(1); }
+
+}  // namespace polyffi_testing

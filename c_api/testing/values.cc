@@ -1,0 +1,182 @@
+// testing.* fixtures for values: echo, arithmetic, strings, bytes, devices, dtypes, errors.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "fixture_util.h"
+
+namespace polyffi_testing {
+namespace {
+
+using polyffi::Error;
+
+// The cheapest possible call: benchmarks measure the call path against it, so it leaves the
+// return slot alone (an unset return is None by ABI.md 3).
+TESTING_GLOBAL("testing.nop", [](PackedArgs, RetValue*) {});
+
+// Returns its argument exactly as received: TVMCFuncSetReturn copies strings, retains objects and
+// moves out of an rvalue-ref slot, so every type code round-trips with identity.
+TESTING_GLOBAL("testing.echo", [](PackedArgs args, RetValue* rv) {
+  CheckArity("testing.echo", args, 1);
+  rv->SetRaw(args.values[0], args.codes[0]);
+});
+
+TESTING_GLOBAL("testing.add", Typed([](int64_t a, int64_t b) {
+                 return CheckedAdd(a, b, "testing.add");
+               },
+               "testing.add"));
+
+TESTING_GLOBAL("testing.add3", Typed([](int64_t a, int64_t b, int64_t c) {
+                 return CheckedAdd(CheckedAdd(a, b, "testing.add3"), c, "testing.add3");
+               },
+               "testing.add3"));
+
+TESTING_GLOBAL("testing.sum", [](PackedArgs args, RetValue* rv) {
+  int64_t total = 0;
+  for (int i = 0; i < args.size; ++i) {
+    int c = args.codes[i];
+    if (c != kTVMArgInt && c != kDLUInt && c != kTVMArgBool) {
+      throw Error("TypeError", "testing.sum: argument " + std::to_string(i) +
+                                   " expected int but got " + polyffi::TypeCodeName(c));
+    }
+    total = CheckedAdd(total, args.values[i].v_int64, "testing.sum");
+  }
+  rv->Set(total);
+});
+
+TESTING_GLOBAL("testing.concat", [](PackedArgs args, RetValue* rv) {
+  std::string out;
+  for (int i = 0; i < args.size; ++i) {
+    try {
+      out += args[i].as<std::string>();
+    } catch (const Error& e) {
+      throw Error(e.kind(), "testing.concat: argument " + std::to_string(i) + " " + e.message());
+    }
+  }
+  // Set(std::string) sends a result with an embedded NUL as a runtime.String object.
+  rv->Set(out);
+});
+
+TESTING_GLOBAL("testing.bytes_reverse", Typed([](polyffi::Bytes b) {
+                 std::reverse(b.data.begin(), b.data.end());
+                 return b;
+               },
+               "testing.bytes_reverse"));
+
+TESTING_GLOBAL("testing.return_type", [](PackedArgs args, RetValue* rv) {
+  CheckArity("testing.return_type", args, 1);
+  rv->Set(polyffi::TypeCodeName(args.codes[0]));
+});
+
+bool IsErrorKind(const std::string& kind) {
+  if (kind.empty()) return false;
+  return std::all_of(kind.begin(), kind.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.';
+  });
+}
+
+TESTING_GLOBAL("testing.raise_error", Typed([](std::string kind, std::string msg) {
+                 if (!IsErrorKind(kind)) {
+                   throw Error("ValueError", "testing.raise_error: invalid error kind '" + kind +
+                                                 "' (expected [A-Za-z0-9_.]+)");
+                 }
+                 throw Error(kind, msg);
+               },
+               "testing.raise_error"));
+
+int32_t ToInt32(int64_t x, const char* what) {
+  if (x < INT32_MIN || x > INT32_MAX) {
+    throw Error("ValueError", std::string("testing.device: ") + what + " " + std::to_string(x) +
+                                  " does not fit in int32");
+  }
+  return static_cast<int32_t>(x);
+}
+
+// testing.device(device_type, device_id), or testing.device(dev) returning dev itself.
+TESTING_GLOBAL("testing.device", [](PackedArgs args, RetValue* rv) {
+  if (args.size == 1) {
+    rv->Set(args[0].as<DLDevice>());
+    return;
+  }
+  if (args.size != 2) {
+    throw Error("TypeError",
+                "testing.device expected 2 arguments (device_type: int, device_id: int) or 1 "
+                "(dev: Device) but got " + std::to_string(args.size));
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (args.codes[i] != kTVMArgInt && args.codes[i] != kDLUInt) {
+      throw Error("TypeError", "testing.device: argument " + std::to_string(i) +
+                                   " expected int but got " +
+                                   polyffi::TypeCodeName(args.codes[i]));
+    }
+  }
+  DLDevice dev;
+  dev.device_type = static_cast<DLDeviceType>(ToInt32(args.values[0].v_int64, "device_type"));
+  dev.device_id = ToInt32(args.values[1].v_int64, "device_id");
+  rv->Set(dev);
+});
+
+/*! \brief Parse a decimal number made only of digits, within [lo, hi]; false otherwise. */
+bool ParseNumber(const std::string& s, long lo, long hi, long* out) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), digit)) return false;
+  long v = std::strtol(s.c_str(), nullptr, 10);
+  if (v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+/*!
+ * \brief The classic TVM dtype strings: int8..int64, uint8..uint64, float16..float64, bool
+ *  (uint1, as classic TVM), handle (64-bit opaque), each with an optional "xLANES".
+ */
+DLDataType ParseDType(const std::string& text) {
+  auto fail = [&]() -> Error {
+    return Error("ValueError", "testing.dtype: unknown dtype '" + text + "'");
+  };
+  std::string base = text;
+  long lanes = 1;
+  size_t x = text.find('x');
+  if (x != std::string::npos) {
+    base = text.substr(0, x);
+    if (!ParseNumber(text.substr(x + 1), 1, 65535, &lanes)) throw fail();
+  }
+  DLDataType t;
+  t.lanes = static_cast<uint16_t>(lanes);
+  if (base == "bool") {
+    t.code = kDLUInt;
+    t.bits = 1;
+    return t;
+  }
+  if (base == "handle") {
+    t.code = kTVMOpaqueHandle;
+    t.bits = 64;
+    return t;
+  }
+  struct Prefix {
+    const char* name;
+    uint8_t code;
+  };
+  // "uint" before "int": the longer prefix must win.
+  for (Prefix p : {Prefix{"uint", kDLUInt}, Prefix{"int", kDLInt}, Prefix{"float", kDLFloat}}) {
+    size_t len = std::char_traits<char>::length(p.name);
+    if (base.compare(0, len, p.name) != 0) continue;
+    long bits = 0;
+    if (!ParseNumber(base.substr(len), 1, 64, &bits)) throw fail();
+    bool ok = p.code == kDLFloat ? (bits == 16 || bits == 32 || bits == 64)
+                                 : (bits == 8 || bits == 16 || bits == 32 || bits == 64);
+    if (!ok) throw fail();
+    t.code = p.code;
+    t.bits = static_cast<uint8_t>(bits);
+    return t;
+  }
+  throw fail();
+}
+
+TESTING_GLOBAL("testing.dtype",
+               Typed([](std::string s) { return ParseDType(s); }, "testing.dtype"));
+
+}  // namespace
+}  // namespace polyffi_testing
