@@ -1,0 +1,223 @@
+// bench_calls: the cost of one call across the C ABI, side by side with its floors (a function
+// pointer and a std::function into another shared library) and with apache-tvm-ffi's C++
+// Function doing the same work. Case names are calls/<case>/<implementation>; run_calls.py
+// turns the JSON output into ratios and adds callgrind instruction counts.
+//
+// Every body does what a real caller does per call: fill the argument arrays, call, check the
+// return code. Results are verified once at setup, so a fast wrong answer cannot be reported.
+#include <polyffi/c_runtime_api.h>
+#include <polyffi/polyffi.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "../baseline/baseline.h"
+#include "../common/harness.h"
+#include "common_inputs.h"
+#ifdef POLYFFI_BENCH_WITH_TVM_FFI
+#include "tvm_ffi_calls.h"
+#endif
+
+namespace bench {
+namespace {
+
+// Handles live for the whole process; the fixture module is never unloaded.
+struct PolyffiHandles {
+  TVMModuleHandle testing_module = nullptr;
+  TVMFunctionHandle nop = nullptr;
+  TVMFunctionHandle add3 = nullptr;
+  TVMFunctionHandle echo = nullptr;
+  TVMFunctionHandle call_n = nullptr;
+  TVMFunctionHandle add_one_callback = nullptr;
+};
+
+inline void Check(int rc, const char* what) {
+  if (__builtin_expect(rc != 0, 0)) Fail(std::string(what) + ": " + TVMGetLastError());
+}
+
+TVMFunctionHandle RequireGlobal(const char* name) {
+  TVMFunctionHandle h = nullptr;
+  Check(TVMFuncGetGlobal(name, &h), name);
+  if (h == nullptr) Fail(std::string("global ") + name + " is not registered by the fixture");
+  return h;
+}
+
+// The C callback of the round-trip cases: returns args[0] + 1.
+int AddOneCallback(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
+                   void* /*resource_handle*/) {
+  if (num_args != 1 || type_codes[0] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: add_one expects one int");
+    return -1;
+  }
+  TVMValue value;
+  value.v_int64 = args[0].v_int64 + 1;
+  int code = kTVMArgInt;
+  return TVMCFuncSetReturn(ret, &value, &code, 1);
+}
+
+const char* TestingLibraryPath() {
+  const char* env = std::getenv("POLYFFI_TESTING_LIB");
+  return env != nullptr && env[0] != '\0' ? env : POLYFFI_TESTING_LIB_PATH;
+}
+
+PolyffiHandles LoadPolyffi() {
+  PolyffiHandles h;
+  Check(TVMModLoadFromFile(TestingLibraryPath(), "", &h.testing_module), TestingLibraryPath());
+  h.nop = RequireGlobal("testing.nop");
+  h.add3 = RequireGlobal("testing.add3");
+  h.echo = RequireGlobal("testing.echo");
+  h.call_n = RequireGlobal("testing.call_n");
+  Check(TVMFuncCreateFromCFunc(AddOneCallback, nullptr, nullptr, &h.add_one_callback),
+        "TVMFuncCreateFromCFunc");
+  return h;
+}
+
+// ---- Floors -----------------------------------------------------------------------------------
+
+void AddFloorCases() {
+  AddCase("calls/nop/fnptr", [] {
+    void (*fn)() = &bench_baseline_nop;
+    benchmark::DoNotOptimize(fn);  // opaque pointer: a genuine indirect call every iteration
+    fn();
+  });
+  AddCase("calls/add3/fnptr", [] {
+    int64_t (*fn)(int64_t, int64_t, int64_t) = &bench_baseline_add3;
+    benchmark::DoNotOptimize(fn);
+    int64_t r = fn(1, 2, 3);
+    benchmark::DoNotOptimize(r);
+  });
+  const auto& add3 = Add3StdFunction();
+  if (add3(1, 2, 3) != 6) Fail("baseline std::function add3 is wrong");
+  AddCase("calls/add3/std_function", [&add3] {
+    int64_t r = add3(1, 2, 3);
+    benchmark::DoNotOptimize(r);
+  });
+}
+
+// ---- polyffi through the C ABI ----------------------------------------------------------------
+
+void VerifyPolyffi(const PolyffiHandles& h) {
+  TVMValue rv;
+  int rc = -1;
+  Check(TVMFuncCall(h.nop, nullptr, nullptr, 0, &rv, &rc), "testing.nop");
+  if (rc != kTVMNullptr) Fail("testing.nop did not return None");
+
+  TVMValue args[3];
+  int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
+  args[0].v_int64 = 1, args[1].v_int64 = 2, args[2].v_int64 = 3;
+  Check(TVMFuncCall(h.add3, args, codes, 3, &rv, &rc), "testing.add3");
+  if (rc != kTVMArgInt || rv.v_int64 != 6) Fail("testing.add3(1, 2, 3) != 6");
+
+  args[0].v_str = kStr16;
+  codes[0] = kTVMStr;
+  Check(TVMFuncCall(h.echo, args, codes, 1, &rv, &rc), "testing.echo");
+  if (rc != kTVMStr || std::strcmp(rv.v_str, kStr16) != 0) Fail("testing.echo(str) mismatch");
+
+  args[0].v_int64 = 41;
+  codes[0] = kTVMArgInt;
+  Check(TVMFuncCall(h.add_one_callback, args, codes, 1, &rv, &rc), "callback");
+  if (rc != kTVMArgInt || rv.v_int64 != 42) Fail("C callback(41) != 42");
+
+  args[0].v_handle = h.add_one_callback;
+  codes[0] = kTVMPackedFuncHandle;
+  args[1].v_int64 = kCallN;
+  codes[1] = kTVMArgInt;
+  Check(TVMFuncCall(h.call_n, args, codes, 2, &rv, &rc), "testing.call_n");
+  if (rc != kTVMArgInt || rv.v_int64 != kCallN * (kCallN + 1) / 2) {
+    Fail("testing.call_n(add_one, N) != N(N+1)/2");
+  }
+}
+
+void AddPolyffiCases(const PolyffiHandles& h) {
+  VerifyPolyffi(h);
+  AddCase("calls/nop/polyffi_c", [f = h.nop] {
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(f, nullptr, nullptr, 0, &rv, &rc), "testing.nop");
+    benchmark::DoNotOptimize(rc);
+  });
+  AddCase("calls/add3/polyffi_c", [f = h.add3] {
+    TVMValue args[3];
+    int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
+    args[0].v_int64 = 1, args[1].v_int64 = 2, args[2].v_int64 = 3;
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(f, args, codes, 3, &rv, &rc), "testing.add3");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+  AddCase("calls/str16/polyffi_c", [f = h.echo] {
+    TVMValue arg;
+    arg.v_str = kStr16;
+    int code = kTVMStr;
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(f, &arg, &code, 1, &rv, &rc), "testing.echo");
+    benchmark::DoNotOptimize(rv.v_str);
+  });
+  AddCase("calls/callback/polyffi_c", [f = h.add_one_callback] {
+    TVMValue arg;
+    arg.v_int64 = 1;
+    int code = kTVMArgInt;
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(f, &arg, &code, 1, &rv, &rc), "callback");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+  AddCase(
+      "calls/callback_call_n/polyffi_c",
+      [f = h.call_n, cb = h.add_one_callback] {
+        TVMValue args[2];
+        int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
+        args[0].v_handle = cb;
+        args[1].v_int64 = kCallN;
+        TVMValue rv;
+        int rc;
+        Check(TVMFuncCall(f, args, codes, 2, &rv, &rc), "testing.call_n");
+        benchmark::DoNotOptimize(rv.v_int64);
+      },
+      kCallN);
+  AddCase("calls/lookup/polyffi_c", [] {
+    TVMFunctionHandle f = nullptr;
+    Check(TVMFuncGetGlobal("testing.add3", &f), "TVMFuncGetGlobal");
+    benchmark::DoNotOptimize(f);
+    Check(TVMFuncFree(f), "TVMFuncFree");
+  });
+}
+
+// ---- polyffi through the header-only C++ layer (the peer of tvm-ffi's C++ Function) -----------
+
+void AddPolyffiCppCases() {
+  polyffi::Function nop = polyffi::Function::GetGlobalRequired("testing.nop");
+  polyffi::Function add3 = polyffi::Function::GetGlobalRequired("testing.add3");
+  polyffi::Function echo = polyffi::Function::GetGlobalRequired("testing.echo");
+  if (add3(1, 2, 3).as_int() != 6) Fail("polyffi::Function add3(1, 2, 3) != 6");
+  if (echo(kStr16).as_str() != kStr16) Fail("polyffi::Function echo(str) mismatch");
+  AddCase("calls/nop/polyffi_cpp", [nop] {
+    polyffi::Any r = nop();
+    benchmark::DoNotOptimize(r);
+  });
+  AddCase("calls/add3/polyffi_cpp", [add3] {
+    int64_t r = add3(1, 2, 3).as_int();
+    benchmark::DoNotOptimize(r);
+  });
+  AddCase("calls/str16/polyffi_cpp", [echo] {
+    polyffi::Any r = echo(kStr16);
+    benchmark::DoNotOptimize(r);
+  });
+}
+
+void Setup() {
+  AddFloorCases();
+  PolyffiHandles h = LoadPolyffi();
+  AddPolyffiCases(h);
+  AddPolyffiCppCases();
+#ifdef POLYFFI_BENCH_WITH_TVM_FFI
+  AddTvmFfiCallCases(BENCH_TVM_FFI_FIXTURES_PATH);
+#endif
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) { return bench::Main(argc, argv, bench::Setup); }
