@@ -17,8 +17,8 @@ extern "C" {
 
 /*!
  * \brief Signature of a function exported by a compiled model library.
- * \param args, type_codes borrowed. \param out_ret_value, out_ret_tcode out: the result, with
- *  the same ownership rules as TVMCFuncSetReturn's input (copied / retained by the caller).
+ * \param args, type_codes borrowed. \param out_ret_value, out_ret_tcode out: the result; an
+ *  object result is transferred to the caller (as in classic TVM), a string is copied.
  * \return 0 on success, -1 after TVMAPISetLastError.
  */
 typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_args,

@@ -712,9 +712,9 @@ class Registerer {
  * \brief Register a global at load time:
  *   POLYFFI_REGISTER_GLOBAL("my.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });
  */
-#define POLYFFI_REGISTER_GLOBAL(name)                                                    \
-  static ::polyffi::Registerer& POLYFFI_STR_CONCAT(polyffi_reg_, __COUNTER__) [[maybe_unused]] = \
-      *new ::polyffi::Registerer(name)
+#define POLYFFI_REGISTER_GLOBAL(name)                                                \
+  [[maybe_unused]] static ::polyffi::Registerer POLYFFI_STR_CONCAT(polyffi_reg_, __COUNTER__) = \
+      ::polyffi::Registerer(name)
 
 }  // namespace polyffi
 

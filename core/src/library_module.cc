@@ -1,0 +1,172 @@
+// Modules from shared libraries (the DSO convention of ABI.md 7) and the system library.
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+
+#include <polyffi/c_backend_api.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "polyffi/error.h"
+#include "polyffi/module.h"
+#include "polyffi/registry.h"
+
+namespace polyffi {
+namespace {
+
+/*! \brief The slots a model library may declare so it need not link libpolyffi. */
+struct Slot {
+  const char* name;
+  void* value;
+};
+const Slot kSlots[] = {
+    {"__TVMFuncCall", reinterpret_cast<void*>(&TVMFuncCall)},
+    {"__TVMAPISetLastError", reinterpret_cast<void*>(&TVMAPISetLastError)},
+    {"__TVMBackendGetFuncFromEnv", reinterpret_cast<void*>(&TVMBackendGetFuncFromEnv)},
+    {"__TVMBackendAllocWorkspace", reinterpret_cast<void*>(&TVMBackendAllocWorkspace)},
+    {"__TVMBackendFreeWorkspace", reinterpret_cast<void*>(&TVMBackendFreeWorkspace)},
+    {"__TVMBackendParallelLaunch", reinterpret_cast<void*>(&TVMBackendParallelLaunch)},
+    {"__TVMBackendParallelBarrier", reinterpret_cast<void*>(&TVMBackendParallelBarrier)},
+};
+
+class LibraryModule final : public ModuleObj {
+ public:
+  LibraryModule(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {
+    link_map* lm = nullptr;
+    if (dlinfo(handle_, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr) loaded_name_ = lm->l_name;
+  }
+  std::string type_key() const override { return "library"; }
+
+  /*! \brief Fill __tvm_module_ctx and the function-pointer slots the library declares. */
+  void InitSlots() {
+    if (void* ctx = OwnSymbol("__tvm_module_ctx")) *static_cast<void**>(ctx) = this;
+    for (const Slot& slot : kSlots) {
+      if (void* p = OwnSymbol(slot.name)) *static_cast<void**>(p) = slot.value;
+    }
+  }
+
+ protected:
+  ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    std::string target = name;
+    if (name == "__tvm_main__") {
+      auto* entry = static_cast<const char*>(OwnSymbol("__tvm_main__"));
+      if (entry == nullptr) return nullptr;
+      target = entry;
+    }
+    void* f = OwnSymbol(target.c_str());
+    if (f == nullptr) return nullptr;
+    return WrapBackendFunction(f, ObjectPtr<ModuleObj>::Borrow(this));
+  }
+
+ private:
+  /*!
+   * \brief dlsym restricted to symbols defined by this library: dlsym also searches its
+   *  dependencies, and get_function("malloc") must not hand out libc as a packed function.
+   */
+  void* OwnSymbol(const char* name) const {
+    void* p = dlsym(handle_, name);
+    if (p == nullptr) return nullptr;
+    Dl_info info;
+    if (dladdr(p, &info) == 0 || info.dli_fname == nullptr) return nullptr;
+    return loaded_name_ == info.dli_fname ? p : nullptr;
+  }
+  void* handle_;
+  std::string path_;
+  std::string loaded_name_;
+};
+
+/*!
+ * \brief Libraries are never unloaded (plugins leave globals and finalizers pointing into
+ *  them), so one module per library lives for the whole process; loading again returns it.
+ */
+ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
+  static std::mutex* mu = new std::mutex();
+  static auto* loaded = new std::unordered_map<void*, ObjectPtr<LibraryModule>>();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    Throw("RuntimeError", "cannot load library '", path, "': ", why ? why : "unknown error");
+  }
+  std::lock_guard<std::mutex> lock(*mu);
+  auto& mod = (*loaded)[handle];
+  if (!mod) {
+    mod = MakeObject<LibraryModule>(handle, path);
+    mod->InitSlots();
+  }
+  return ObjectPtr<ModuleObj>::Borrow(mod.get());
+}
+
+class SystemLibModule final : public ModuleObj {
+ public:
+  std::string type_key() const override { return "system_lib"; }
+  void Register(const std::string& name, void* ptr) {
+    if (name == "__tvm_module_ctx") {
+      *static_cast<void**>(ptr) = this;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    symbols_[name] = ptr;
+  }
+
+ protected:
+  ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string target = name;
+    if (name == "__tvm_main__") {
+      auto it = symbols_.find(name);
+      if (it == symbols_.end()) return nullptr;
+      target = static_cast<const char*>(it->second);
+    }
+    auto it = symbols_.find(target);
+    if (it == symbols_.end()) return nullptr;
+    return WrapBackendFunction(it->second, ObjectPtr<ModuleObj>::Borrow(this));
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, void*> symbols_;
+};
+
+SystemLibModule* SystemLibInstance() {
+  static SystemLibModule* lib = new SystemLibModule();  // lives for the process
+  return lib;
+}
+
+}  // namespace
+
+ObjectPtr<ModuleObj> LoadModuleFromFile(const std::string& path, std::string format) {
+  if (format.empty()) {
+    size_t dot = path.rfind('.');
+    size_t slash = path.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+      format = path.substr(dot + 1);
+    }
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) Throw("ValueError", "cannot find file '", path, "'");
+  if (format == "so" || format == "dll" || format == "dylib") return LoadSharedLibrary(path);
+  // Other formats come from loaders registered as globals, the classic extension point.
+  auto loader = Registry::Global()->Get("runtime.module.loadfile_" + format);
+  if (!loader) Throw("ValueError", "unknown module format '", format, "' for '", path, "'");
+  TVMValue args[2];
+  int codes[2] = {kTVMStr, kTVMStr};
+  args[0].v_str = path.c_str();
+  args[1].v_str = format.c_str();
+  RetValue rv;
+  loader->Call(args, codes, 2, &rv);
+  Object* obj = rv.object();
+  if (obj == nullptr || obj->type_index() != TypeIndex::kModule) {
+    Throw("TypeError", "module loader for '", format, "' did not return a module");
+  }
+  return ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(obj));
+}
+
+ObjectPtr<ModuleObj> SystemLib() { return ObjectPtr<ModuleObj>::Borrow(SystemLibInstance()); }
+
+void RegisterSystemLibSymbol(const std::string& name, void* ptr) {
+  if (ptr == nullptr) Throw("ValueError", "system library symbol '", name, "' is NULL");
+  SystemLibInstance()->Register(name, ptr);
+}
+
+}  // namespace polyffi

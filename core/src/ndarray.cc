@@ -1,0 +1,149 @@
+// NDArray allocation, DLPack exchange and the globals bindings use to reach the object.
+#include "polyffi/ndarray.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "polyffi/error.h"
+#include "polyffi/registry.h"
+
+namespace polyffi {
+
+size_t ElementBytes(DLDataType t) {
+  size_t bits = static_cast<size_t>(t.bits) * t.lanes;
+  return (bits + 7) / 8;
+}
+
+bool IsCompact(const DLTensor& t) {
+  if (t.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+    expected *= t.shape[i];
+  }
+  return true;
+}
+
+size_t CompactBytes(const DLTensor& t) {
+  if (!IsCompact(t)) {
+    Throw("ValueError", "the array is not contiguous (strided arrays are not supported here)");
+  }
+  size_t n = 1;
+  for (int i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.shape[i]);
+  return n * ElementBytes(t.dtype);
+}
+
+namespace {
+
+void CheckDataType(DLDataType t) {
+  bool int_ok = (t.code == kDLInt || t.code == kDLUInt) &&
+                (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64);
+  bool float_ok = t.code == kDLFloat && (t.bits == 16 || t.bits == 32 || t.bits == 64);
+  bool other_ok = (t.code == kDLUInt && t.bits == 1) || (t.code == kDLBfloat && t.bits == 16) ||
+                  (t.code == 6 /* kDLBool */ && t.bits == 8) ||
+                  (t.code == kDLOpaqueHandle && t.bits == 64);
+  bool ok = t.lanes >= 1 && (int_ok || float_ok || other_ok);
+  if (!ok) {
+    Throw("ValueError", "unsupported dtype (code ", int(t.code), ", bits ", int(t.bits),
+          ", lanes ", t.lanes, ")");
+  }
+}
+
+}  // namespace
+
+// The Object header precedes the DLTensor; the C handle is the DLTensor's address.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+NDArrayObj* NDArrayObj::FromHandle(DLTensor* handle) {
+  return reinterpret_cast<NDArrayObj*>(reinterpret_cast<char*>(handle) -
+                                       offsetof(NDArrayObj, tensor));
+}
+#pragma GCC diagnostic pop
+
+ObjectPtr<NDArrayObj> NDArrayObj::Empty(const std::vector<int64_t>& shape, DLDataType dtype,
+                                        DLDevice dev) {
+  if (dev.device_type != kDLCPU && dev.device_type != kDLCUDAHost) {
+    Throw("ValueError", "device type ", int(dev.device_type),
+          " is not available (this runtime has CPU only)");
+  }
+  CheckDataType(dtype);
+  size_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) Throw("ValueError", "negative dimension ", d, " in shape");
+    count *= static_cast<size_t>(d);
+  }
+  auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
+  size_t nbytes = count * ElementBytes(dtype);
+  // 64-byte alignment, and never a zero-sized request so data is never NULL.
+  size_t alloc = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  arr->owned_data_ = std::aligned_alloc(64, alloc);
+  if (arr->owned_data_ == nullptr) Throw("RuntimeError", "out of memory allocating ", nbytes,
+                                         " bytes");
+  arr->shape_ = shape;
+  arr->tensor.data = arr->owned_data_;
+  arr->tensor.device = dev;
+  arr->tensor.ndim = static_cast<int>(shape.size());
+  arr->tensor.dtype = dtype;
+  arr->tensor.shape = arr->shape_.data();
+  arr->tensor.strides = nullptr;
+  arr->tensor.byte_offset = 0;
+  return arr;
+}
+
+ObjectPtr<NDArrayObj> NDArrayObj::FromDLPack(DLManagedTensor* managed) {
+  if (managed == nullptr) Throw("ValueError", "DLManagedTensor is NULL");
+  const DLTensor& t = managed->dl_tensor;
+  if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
+    Throw("ValueError", "DLPack tensor has an invalid shape");
+  }
+  if (!IsCompact(t)) {
+    Throw("ValueError",
+          "DLPack tensor is not contiguous; only compact row-major tensors are accepted "
+          "(make it contiguous first)");
+  }
+  auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
+  arr->shape_.assign(t.shape, t.shape + t.ndim);
+  arr->tensor = t;
+  arr->tensor.shape = arr->shape_.data();
+  arr->tensor.strides = nullptr;  // compact: equivalent to the producer's strides
+  arr->producer_ = managed;       // set last: nothing above may throw after taking ownership
+  return arr;
+}
+
+NDArrayObj::~NDArrayObj() {
+  if (producer_ != nullptr && producer_->deleter != nullptr) producer_->deleter(producer_);
+  std::free(owned_data_);
+}
+
+namespace {
+
+struct ExportContext {
+  DLManagedTensor managed;
+  ObjectPtr<NDArrayObj> owner;
+};
+
+void DeleteExport(DLManagedTensor* self) {
+  delete static_cast<ExportContext*>(self->manager_ctx);
+}
+
+}  // namespace
+
+DLManagedTensor* NDArrayObj::ToDLPack() {
+  auto* ctx = new ExportContext{DLManagedTensor{}, ObjectPtr<NDArrayObj>::Borrow(this)};
+  ctx->managed.dl_tensor = tensor;
+  ctx->managed.manager_ctx = ctx;
+  ctx->managed.deleter = DeleteExport;
+  return &ctx->managed;
+}
+
+POLYFFI_CORE_GLOBAL("runtime.NDArrayObjectHandle", [](const Args& args, RetValue* rv) {
+  args.CheckArity(1);
+  // Only an owned NDArray handle has an object around it; a bare DLTensor view does not.
+  if (args.code(0) != kTVMNDArrayHandle || args.value(0).v_handle == nullptr) {
+    args.Mismatch(0, "NDArray");
+  }
+  rv->SetHandle(NDArrayObj::FromHandle(static_cast<DLTensor*>(args.value(0).v_handle)));
+});
+
+}  // namespace polyffi

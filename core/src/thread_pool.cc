@@ -1,0 +1,226 @@
+// The parallel-launch thread pool: persistent workers, one launch at a time; a nested or
+// concurrent launch runs on the calling thread as a single task (penv->num_task == 1).
+#include "polyffi/thread_pool.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "polyffi/error.h"
+
+namespace polyffi {
+namespace {
+
+struct Barrier {
+  std::atomic<int> arrived{0};
+  std::atomic<int> generation{0};
+};
+
+struct Job {
+  FTVMParallelLambda flambda = nullptr;
+  void* cdata = nullptr;
+  TVMParallelGroupEnv env{nullptr, 0};
+  Barrier barrier;
+  std::atomic<int> pending{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  std::string error;
+};
+
+thread_local bool tls_in_task = false;
+
+void RunTask(Job* job, int task_id) {
+  tls_in_task = true;
+  int rc = job->flambda(task_id, &job->env, job->cdata);
+  tls_in_task = false;
+  if (rc != 0 && !job->failed.exchange(true)) {
+    std::lock_guard<std::mutex> lock(job->error_mu);
+    job->error = GetLastError();  // the failing task's thread-local message
+  }
+}
+
+class ThreadPool {
+ public:
+  static ThreadPool* Global() {
+    // Leaked with its detached workers: no join races with static destruction at exit.
+    static ThreadPool* pool = new ThreadPool(ParallelNumThreads());
+    return pool;
+  }
+
+  int Launch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+    std::unique_lock<std::mutex> launch(launch_mu_, std::try_to_lock);
+    int n = num_task <= 0 ? num_threads_ : std::min(num_task, num_threads_);
+    if (tls_in_task || !launch.owns_lock() || n == 1) return RunSerial(flambda, cdata);
+    Job job;
+    job.flambda = flambda;
+    job.cdata = cdata;
+    job.env.sync_handle = &job.barrier;
+    job.env.num_task = n;
+    job.pending.store(n - 1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &job;
+      ++generation_;
+    }
+    cv_.notify_all();
+    RunTask(&job, 0);
+    // Workers finish quickly for small kernels: spin briefly before blocking.
+    for (int spin = 0; job.pending.load(std::memory_order_acquire) != 0; ++spin) {
+      if (spin > 4096) {
+        std::unique_lock<std::mutex> lock(mu_);
+        done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
+        break;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = nullptr;
+    }
+    if (job.failed.load()) {
+      SetLastError(job.error.empty() ? "RuntimeError: a parallel task failed" : job.error);
+      return -1;
+    }
+    return 0;
+  }
+
+  int num_threads() const { return num_threads_; }
+
+ private:
+  explicit ThreadPool(int n) : num_threads_(std::max(1, n)) {
+    for (int i = 1; i < num_threads_; ++i) std::thread([this, i] { WorkerLoop(i); }).detach();
+  }
+
+  static int RunSerial(FTVMParallelLambda flambda, void* cdata) {
+    Barrier barrier;
+    TVMParallelGroupEnv env{&barrier, 1};
+    bool outer = !tls_in_task;
+    tls_in_task = true;
+    int rc = flambda(0, &env, cdata);
+    if (outer) tls_in_task = false;
+    return rc == 0 ? 0 : -1;
+  }
+
+  void WorkerLoop(int worker_id) {
+    uint64_t seen = 0;
+    for (;;) {
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        job = job_;
+      }
+      if (job == nullptr || worker_id >= job->env.num_task) continue;
+      RunTask(job, worker_id);
+      if (job->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_cv_.notify_all();
+      }
+    }
+  }
+
+  const int num_threads_;
+  std::mutex launch_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace
+
+int ParallelNumThreads() {
+  static const int n = [] {
+    const char* env = std::getenv("TVM_NUM_THREADS");
+    int v = env ? std::atoi(env) : 0;
+    if (v <= 0) v = static_cast<int>(std::thread::hardware_concurrency());
+    return std::max(1, v);
+  }();
+  return n;
+}
+
+int ParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  if (flambda == nullptr) Throw("ValueError", "TVMBackendParallelLaunch: lambda is NULL");
+  if (num_task < 0) Throw("ValueError", "TVMBackendParallelLaunch: num_task ", num_task, " < 0");
+  return ThreadPool::Global()->Launch(flambda, cdata, num_task);
+}
+
+int ParallelBarrier(int, TVMParallelGroupEnv* penv) {
+  if (penv == nullptr || penv->sync_handle == nullptr) {
+    Throw("ValueError", "TVMBackendParallelBarrier: environment is NULL");
+  }
+  auto* b = static_cast<Barrier*>(penv->sync_handle);
+  int gen = b->generation.load(std::memory_order_acquire);
+  if (b->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == penv->num_task) {
+    b->arrived.store(0, std::memory_order_relaxed);
+    b->generation.fetch_add(1, std::memory_order_acq_rel);
+    return 0;
+  }
+  while (b->generation.load(std::memory_order_acquire) == gen) std::this_thread::yield();
+  return 0;
+}
+
+// ---- Workspace: per-thread free lists by power-of-two size class ----
+
+namespace {
+
+constexpr size_t kHeader = 64;  // keeps the user pointer 64-byte aligned
+constexpr int kClasses = 48;
+constexpr size_t kMaxCachedPerClass = 16;
+
+struct WorkspacePool {
+  std::vector<void*> free_lists[kClasses];
+  ~WorkspacePool() {
+    for (auto& list : free_lists) {
+      for (void* block : list) std::free(block);
+    }
+  }
+};
+
+WorkspacePool& Pool() {
+  thread_local WorkspacePool pool;
+  return pool;
+}
+
+int SizeClass(uint64_t nbytes) {
+  int c = 6;  // 64 bytes minimum
+  while ((uint64_t{1} << c) < nbytes) ++c;
+  return c;
+}
+
+}  // namespace
+
+void* WorkspaceAlloc(uint64_t nbytes) {
+  int c = SizeClass(nbytes);
+  if (c >= kClasses) Throw("ValueError", "workspace request of ", nbytes, " bytes is too large");
+  auto& list = Pool().free_lists[c];
+  void* block = nullptr;
+  if (!list.empty()) {
+    block = list.back();
+    list.pop_back();
+  } else {
+    block = std::aligned_alloc(64, kHeader + (size_t{1} << c));
+    if (block == nullptr) Throw("RuntimeError", "out of memory allocating workspace");
+    *static_cast<int*>(block) = c;
+  }
+  return static_cast<char*>(block) + kHeader;
+}
+
+void WorkspaceFree(void* ptr) {
+  if (ptr == nullptr) return;
+  void* block = static_cast<char*>(ptr) - kHeader;
+  int c = *static_cast<int*>(block);
+  auto& list = Pool().free_lists[c];
+  if (list.size() < kMaxCachedPerClass) {
+    list.push_back(block);
+  } else {
+    std::free(block);
+  }
+}
+
+}  // namespace polyffi

@@ -1,0 +1,334 @@
+// Value conversion: the owning return slot and checked argument access.
+#include "polyffi/value.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "polyffi/container.h"
+#include "polyffi/ndarray.h"
+
+namespace polyffi {
+
+const char* TypeCodeName(int code) {
+  switch (code) {
+    case kTVMArgInt: return "int";
+    case kDLUInt: return "uint";
+    case kTVMArgFloat: return "float";
+    case kTVMOpaqueHandle: return "handle";
+    case kTVMNullptr: return "None";
+    case kTVMDataType: return "dtype";
+    case kDLDevice: return "Device";
+    case kTVMDLTensorHandle: return "DLTensor*";
+    case kTVMObjectHandle: return "Object";
+    case kTVMModuleHandle: return "Module";
+    case kTVMPackedFuncHandle: return "Function";
+    case kTVMStr: return "str";
+    case kTVMBytes: return "bytes";
+    case kTVMNDArrayHandle: return "NDArray";
+    case kTVMObjectRValueRefArg: return "ObjectRValueRef";
+    case kTVMArgBool: return "bool";
+    default: return "unknown type code";
+  }
+}
+
+Object* ObjectOfArg(TVMValue v, int code) {
+  switch (code) {
+    case kTVMNDArrayHandle:
+      return v.v_handle ? NDArrayObj::FromHandle(static_cast<DLTensor*>(v.v_handle)) : nullptr;
+    case kTVMObjectRValueRefArg:
+      return v.v_handle ? *static_cast<Object**>(v.v_handle) : nullptr;
+    default:
+      return static_cast<Object*>(v.v_handle);
+  }
+}
+
+int ObjectTypeCode(const Object* obj) {
+  switch (obj->type_index()) {
+    case TypeIndex::kFunction: return kTVMPackedFuncHandle;
+    case TypeIndex::kModule: return kTVMModuleHandle;
+    case TypeIndex::kNDArray: return kTVMNDArrayHandle;
+    default: return kTVMObjectHandle;
+  }
+}
+
+DLDataType ParseDataType(const std::string& s) {
+  DLDataType t{kDLFloat, 32, 1};
+  if (s == "bool") return DLDataType{6 /* kDLBool */, 8, 1};
+  if (s == "handle") return DLDataType{kDLOpaqueHandle, 64, 1};
+  const char* p = s.c_str();
+  auto take = [&](const char* prefix, uint8_t code) {
+    size_t n = std::strlen(prefix);
+    if (std::strncmp(p, prefix, n) != 0) return false;
+    t.code = code;
+    p += n;
+    return true;
+  };
+  if (!(take("uint", kDLUInt) || take("int", kDLInt) || take("float", kDLFloat) ||
+        take("bfloat", kDLBfloat))) {
+    Throw("ValueError", "unknown data type '", s, "'");
+  }
+  char* end = nullptr;
+  long bits = std::strtol(p, &end, 10);
+  long lanes = 1;
+  if (end == p) bits = 32;  // "int" / "float" alone
+  if (*end == 'x') {
+    const char* q = end + 1;
+    lanes = std::strtol(q, &end, 10);
+    if (end == q) lanes = -1;
+  }
+  if (*end != '\0' || bits <= 0 || bits > 255 || lanes <= 0 || lanes > 65535) {
+    Throw("ValueError", "unknown data type '", s, "'");
+  }
+  t.bits = static_cast<uint8_t>(bits);
+  t.lanes = static_cast<uint16_t>(lanes);
+  return t;
+}
+
+std::string DataTypeString(DLDataType t) {
+  if (t.code == 6 && t.bits == 8 && t.lanes == 1) return "bool";
+  if (t.code == kDLOpaqueHandle) return "handle";
+  const char* base = t.code == kDLInt     ? "int"
+                     : t.code == kDLUInt  ? "uint"
+                     : t.code == kDLFloat ? "float"
+                     : t.code == kDLBfloat ? "bfloat"
+                                           : nullptr;
+  std::string out = base ? base : "custom" + std::to_string(t.code) + "_";
+  out += std::to_string(t.bits);
+  if (t.lanes != 1) out += "x" + std::to_string(t.lanes);
+  return out;
+}
+
+// ---- RetValue ----
+
+void RetValue::Clear() {
+  switch (code_) {
+    case kTVMStr:
+    case kTVMBytes:
+      delete static_cast<std::string*>(value_.v_handle);
+      break;
+    case kTVMObjectHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMNDArrayHandle:
+      static_cast<Object*>(value_.v_handle)->DecRef();
+      break;
+    default:
+      break;
+  }
+  code_ = kTVMNullptr;
+  value_.v_handle = nullptr;
+}
+
+void RetValue::SetStr(std::string s) {
+  Clear();
+  value_.v_handle = new std::string(std::move(s));
+  code_ = kTVMStr;
+}
+
+void RetValue::SetBytes(std::string s) {
+  Clear();
+  value_.v_handle = new std::string(std::move(s));
+  code_ = kTVMBytes;
+}
+
+void RetValue::SetFromC(TVMValue v, int code) {
+  switch (code) {
+    case kTVMArgInt:
+    case kDLUInt:
+    case kTVMArgBool:
+    case kTVMArgFloat:
+    case kTVMOpaqueHandle:
+    case kTVMNullptr:
+    case kTVMDataType:
+    case kDLDevice:
+    case kTVMDLTensorHandle:
+      Clear();
+      value_ = v;
+      code_ = code == kDLUInt ? kTVMArgInt : code;
+      if (code_ == kTVMNullptr) value_.v_handle = nullptr;
+      return;
+    case kTVMStr:
+      if (v.v_str == nullptr) Throw("ValueError", "string value is NULL");
+      return SetStr(v.v_str);
+    case kTVMBytes: {
+      auto* b = static_cast<TVMByteArray*>(v.v_handle);
+      if (b == nullptr || (b->data == nullptr && b->size != 0)) {
+        Throw("ValueError", "bytes value is NULL");
+      }
+      return SetBytes(std::string(b->data, b->size));
+    }
+    case kTVMObjectRValueRefArg: {
+      auto** slot = static_cast<Object**>(v.v_handle);
+      if (slot == nullptr || *slot == nullptr) return SetNull();
+      Object* obj = *slot;
+      *slot = nullptr;  // moved out: the reference is now ours
+      return SetObject(ObjectPtr<Object>::Adopt(obj));
+    }
+    case kTVMObjectHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMNDArrayHandle: {
+      Object* obj = ObjectOfArg(v, code);
+      if (obj == nullptr) return SetNull();
+      return SetObject(ObjectPtr<Object>::Borrow(obj));
+    }
+    default:
+      Throw("TypeError", "unknown type code ", code);
+  }
+}
+
+void RetValue::CopyFrom(const RetValue& other) {
+  if (this == &other) return;
+  switch (other.code_) {
+    case kTVMStr: return SetStr(other.str());
+    case kTVMBytes: return SetBytes(other.str());
+    case kTVMObjectHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMNDArrayHandle:
+      return SetObject(ObjectPtr<Object>::Borrow(other.object()));
+    default:
+      Clear();
+      value_ = other.value_;
+      code_ = other.code_;
+  }
+}
+
+namespace {
+struct ReturnStore {
+  std::string str;
+  std::string bytes_data;
+  TVMByteArray bytes{nullptr, 0};
+};
+ReturnStore& Store() {
+  thread_local ReturnStore store;
+  return store;
+}
+}  // namespace
+
+TVMByteArray* ThreadLocalReturnBytes() { return &Store().bytes; }
+
+void RetValue::MoveToC(TVMValue* v, int* code) {
+  switch (code_) {
+    case kTVMStr: {
+      ReturnStore& s = Store();
+      s.str.swap(*static_cast<std::string*>(value_.v_handle));
+      v->v_str = s.str.c_str();
+      *code = kTVMStr;
+      Clear();
+      return;
+    }
+    case kTVMBytes: {
+      ReturnStore& s = Store();
+      s.bytes_data.swap(*static_cast<std::string*>(value_.v_handle));
+      s.bytes = TVMByteArray{s.bytes_data.data(), s.bytes_data.size()};
+      v->v_handle = &s.bytes;
+      *code = kTVMBytes;
+      Clear();
+      return;
+    }
+    case kTVMDataType: {
+      ReturnStore& s = Store();
+      s.str = DataTypeString(value_.v_type);
+      v->v_str = s.str.c_str();
+      *code = kTVMStr;
+      code_ = kTVMNullptr;
+      return;
+    }
+    case kTVMNDArrayHandle:
+      v->v_handle = static_cast<NDArrayObj*>(value_.v_handle)->handle();
+      *code = kTVMNDArrayHandle;
+      code_ = kTVMNullptr;
+      return;
+    default:
+      *v = value_;
+      *code = code_;
+      code_ = kTVMNullptr;
+      return;
+  }
+}
+
+void RetValue::AsArg(TVMValue* v, int* code, TVMByteArray* bytes_scratch) const {
+  switch (code_) {
+    case kTVMStr:
+      v->v_str = str().c_str();
+      break;
+    case kTVMBytes:
+      *bytes_scratch = TVMByteArray{str().data(), str().size()};
+      v->v_handle = bytes_scratch;
+      break;
+    case kTVMNDArrayHandle:
+      v->v_handle = static_cast<NDArrayObj*>(value_.v_handle)->handle();
+      break;
+    default:
+      *v = value_;
+  }
+  *code = code_;
+}
+
+// ---- Args ----
+
+void Args::CheckArity(int n) const {
+  if (size_ != n) {
+    Throw("TypeError", fname_, ": expected ", n, n == 1 ? " argument" : " arguments",
+          " but got ", size_);
+  }
+}
+
+void Args::CheckMinArity(int n) const {
+  if (size_ < n) Throw("TypeError", fname_, ": expected at least ", n, " arguments but got ", size_);
+}
+
+void Args::Mismatch(int i, const char* expected) const {
+  const char* actual = TypeCodeName(codes_[i]);
+  std::string key;
+  if (codes_[i] == kTVMObjectHandle && values_[i].v_handle != nullptr) {
+    key = TypeIndex2Key(static_cast<Object*>(values_[i].v_handle)->type_index());
+    actual = key.c_str();
+  }
+  Throw("TypeError", fname_, ": argument ", i, " expected ", expected, " but got ", actual);
+}
+
+int64_t Args::Int(int i) const {
+  int c = codes_[i];
+  if (c != kTVMArgInt && c != kDLUInt && c != kTVMArgBool) Mismatch(i, "int");
+  return values_[i].v_int64;
+}
+
+double Args::Float(int i) const {
+  int c = codes_[i];
+  if (c == kTVMArgFloat) return values_[i].v_float64;
+  if (c == kTVMArgInt || c == kTVMArgBool) return static_cast<double>(values_[i].v_int64);
+  Mismatch(i, "float");
+}
+
+bool Args::Bool(int i) const {
+  int c = codes_[i];
+  if (c != kTVMArgBool && c != kTVMArgInt) Mismatch(i, "bool");
+  return values_[i].v_int64 != 0;
+}
+
+std::string Args::Str(int i) const {
+  int c = codes_[i];
+  if (c == kTVMStr && values_[i].v_str) return values_[i].v_str;
+  if (c == kTVMBytes && values_[i].v_handle) {
+    auto* b = static_cast<TVMByteArray*>(values_[i].v_handle);
+    return std::string(b->data, b->size);
+  }
+  if (c == kTVMObjectHandle && values_[i].v_handle &&
+      static_cast<Object*>(values_[i].v_handle)->type_index() == TypeIndex::kString) {
+    return static_cast<StringObj*>(values_[i].v_handle)->data;
+  }
+  Mismatch(i, "str");
+}
+
+ObjectPtr<Object> Args::Obj(int i, uint32_t tindex) const {
+  int c = codes_[i];
+  Object* obj = IsObjectCode(c) ? ObjectOfArg(values_[i], c) : nullptr;
+  if (obj == nullptr || !obj->IsInstance(tindex)) {
+    Mismatch(i, TypeIndex2Key(tindex).c_str());
+  }
+  return ObjectPtr<Object>::Borrow(obj);
+}
+
+}  // namespace polyffi
