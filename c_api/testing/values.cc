@@ -129,8 +129,8 @@ bool ParseNumber(const std::string& s, long lo, long hi, long* out) {
 }
 
 /*!
- * \brief The classic TVM dtype strings: int8..int64, uint8..uint64, float16..float64, bool
- *  (uint1, as classic TVM), handle (64-bit opaque), each with an optional "xLANES".
+ * \brief The dtype strings int8..int64, uint8..uint64, float16..float64 with an optional "xLANES",
+ *  and the scalars bool (kDLBool, 8 bits, as the core and numpy's DLPack export) and handle.
  */
 DLDataType ParseDType(const std::string& text) {
   auto fail = [&]() -> Error {
@@ -145,14 +145,11 @@ DLDataType ParseDType(const std::string& text) {
   }
   DLDataType t;
   t.lanes = static_cast<uint16_t>(lanes);
-  if (base == "bool") {
-    t.code = kDLUInt;
-    t.bits = 1;
-    return t;
-  }
-  if (base == "handle") {
-    t.code = kTVMOpaqueHandle;
-    t.bits = 64;
+  // Scalars only, as the core's own parser, so that the dtype reads back as the same string.
+  if (base == "bool" || base == "handle") {
+    if (lanes != 1) throw fail();
+    t.code = base == "bool" ? 6 /* kDLBool (DLPack >= 0.8) */ : kTVMOpaqueHandle;
+    t.bits = base == "bool" ? 8 : 64;
     return t;
   }
   struct Prefix {
