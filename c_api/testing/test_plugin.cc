@@ -8,30 +8,21 @@
 
 namespace {
 
-// Same as POLYFFI_REGISTER_GLOBAL, whose expansion `*new Registerer(name).set_body_typed(...)`
-// does not parse (a new-expression cannot be followed by `.`); switch back once polyffi.hpp
-// parenthesises it.
-#define PLUGIN_CONCAT_(a, b) a##b
-#define PLUGIN_CONCAT(a, b) PLUGIN_CONCAT_(a, b)
-#define PLUGIN_REGISTER_GLOBAL(name)                                                  \
-  static ::polyffi::Registerer& PLUGIN_CONCAT(plugin_reg_, __COUNTER__) [[maybe_unused]] = \
-      (*new ::polyffi::Registerer(name))
-
 using polyffi::Function;
 using polyffi_testing::CheckedAdd;
 using polyffi_testing::CheckedMul;
 
-PLUGIN_REGISTER_GLOBAL("plugin.AddOne").set_body_typed([](int64_t x) {
+POLYFFI_REGISTER_GLOBAL("plugin.AddOne").set_body_typed([](int64_t x) {
   return CheckedAdd(x, 1, "plugin.AddOne");
 });
 
-PLUGIN_REGISTER_GLOBAL("plugin.SubOne").set_body_typed([](int64_t x) {
+POLYFFI_REGISTER_GLOBAL("plugin.SubOne").set_body_typed([](int64_t x) {
   return CheckedAdd(x, -1, "plugin.SubOne");
 });
 
 // A module built from closures through the core's runtime.ModuleFromFunctions, so modules made
 // in C++ plugins need nothing beyond the registry.
-PLUGIN_REGISTER_GLOBAL("plugin.make_module").set_body_typed([](int64_t y) {
+POLYFFI_REGISTER_GLOBAL("plugin.make_module").set_body_typed([](int64_t y) {
   static Function make = Function::GetGlobalRequired("runtime.ModuleFromFunctions");
   Function add = polyffi::MakeTyped(
       [y](int64_t x) { return CheckedAdd(x, y, "add_y"); }, "add_y");
