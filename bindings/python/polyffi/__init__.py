@@ -1,0 +1,28 @@
+"""polyffi: Python binding of a small runtime with a TVM-compatible C ABI.
+
+Layout: library (load + version check), value (Device, DataType, Array, Map), function
+(PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray.
+"""
+
+from . import _core
+from .library import __version__, runtime_version
+from .errors import FFIError, InternalError, TVMError, register_error, _error_from_text
+from .value import (Array, DataType, Device, Map, Object, cpu, device, register_object,
+                    _object_classes)
+from .function import PackedFunc
+from .callback import convert
+from .registry import (Module, _init_api, get_global_func, init_api, list_global_func_names,
+                       load_module, register_func, remove_global_func, system_lib)
+from .ndarray import NDArray
+from . import nd
+from . import errors
+
+_core._set_hooks(_error_from_text, FFIError, _object_classes, Object, Module, NDArray)
+
+__all__ = [
+    "__version__", "runtime_version", "FFIError", "TVMError", "InternalError", "register_error",
+    "Array", "Map", "Object", "DataType", "Device", "cpu", "device", "register_object",
+    "PackedFunc", "convert", "Module", "get_global_func", "register_func",
+    "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",
+    "system_lib", "NDArray", "nd", "errors",
+]

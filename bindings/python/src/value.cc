@@ -1,0 +1,699 @@
+// Value conversion, Python <-> TVMValue, in one place; plus the Device and DataType types.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "common.h"
+
+namespace polyffi_py {
+
+PyObject* g_type_key_registry = nullptr;
+PyObject* g_default_object_class = nullptr;
+PyObject* g_module_class = nullptr;
+PyObject* g_ndarray_class = nullptr;
+
+static const char kOpaqueCapsuleName[] = "polyffi.opaque_handle";
+
+// ---- Cached core globals ----------------------------------------------------------------------
+
+TVMFunctionHandle CachedGlobal(int which) {
+  // Looked up once and kept for the life of the process (the registry is never torn down).
+  static TVMFunctionHandle cache[kNumCachedGlobals] = {};
+  static const char* const names[kNumCachedGlobals] = {"runtime.Array", "runtime.Map",
+                                                       "runtime.String", "runtime.StringBytes"};
+  if (cache[which] != nullptr) return cache[which];
+  TVMFunctionHandle f = nullptr;
+  if (!CheckCall(TVMFuncGetGlobal(names[which], &f))) return nullptr;
+  if (f == nullptr) {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: core global function %s is missing",
+                 names[which]);
+    return nullptr;
+  }
+  cache[which] = f;
+  return f;
+}
+
+static std::unordered_map<unsigned, PyObject*>& ClassCache() {
+  static auto* cache = new std::unordered_map<unsigned, PyObject*>();
+  return *cache;
+}
+
+void ClearClassCache() { ClassCache().clear(); }
+
+PyObject* ClassForTypeIndex(uint32_t tindex) {
+  auto& cache = ClassCache();
+  auto it = cache.find(tindex);
+  if (it != cache.end()) return it->second;
+  char* key = nullptr;
+  PyObject* cls = g_default_object_class;
+  if (TVMObjectTypeIndex2Key(tindex, &key) == 0 && key != nullptr && g_type_key_registry) {
+    PyObject* found = PyDict_GetItemString(g_type_key_registry, key);  // borrowed
+    if (found != nullptr) cls = found;
+  }
+  if (cls == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "polyffi: object classes are not registered yet");
+    return nullptr;
+  }
+  cache.emplace(tindex, cls);
+  return cls;
+}
+
+// Type index of runtime.String objects, looked up lazily (-1 while unknown).
+static int64_t StringTypeIndex() {
+  static int64_t tindex = -2;
+  if (tindex == -2) {
+    unsigned t = 0;
+    tindex = TVMObjectTypeKey2Index("runtime.String", &t) == 0 ? static_cast<int64_t>(t) : -1;
+  }
+  return tindex;
+}
+
+// ---- ArgPack ----------------------------------------------------------------------------------
+
+ArgPack::ArgPack(Py_ssize_t n) : n_(static_cast<int>(n)) {
+  if (n <= kInline) {
+    values_ = inline_values_;
+    codes_ = inline_codes_;
+    bytes_ = inline_bytes_;
+  } else {
+    // Large argument lists are rare; one allocation for all three arrays.
+    values_ = static_cast<TVMValue*>(
+        std::malloc(n * (sizeof(TVMValue) + sizeof(int) + sizeof(TVMByteArray))));
+    bytes_ = reinterpret_cast<TVMByteArray*>(values_ + n);
+    codes_ = reinterpret_cast<int*>(bytes_ + n);
+  }
+  temps_ = inline_temps_;
+}
+
+ArgPack::~ArgPack() {
+  for (int i = 0; i < num_temps_; ++i) FreeHandle(temps_[i].handle, temps_[i].code);
+  if (temps_ != inline_temps_) std::free(temps_);
+  if (values_ != inline_values_) std::free(values_);
+}
+
+void ArgPack::AddTemp(void* handle, int code) {
+  if (num_temps_ == cap_temps_) {
+    cap_temps_ *= 2;
+    Temp* grown = static_cast<Temp*>(std::malloc(cap_temps_ * sizeof(Temp)));
+    std::memcpy(grown, temps_, num_temps_ * sizeof(Temp));
+    if (temps_ != inline_temps_) std::free(temps_);
+    temps_ = grown;
+  }
+  temps_[num_temps_++] = Temp{handle, code};
+}
+
+// A str with embedded NUL bytes travels as a runtime.String object (ABI.md section 6).
+static void* MakeRuntimeString(const char* data, Py_ssize_t size) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeString);
+  if (f == nullptr) return nullptr;
+  TVMByteArray arr{data, static_cast<size_t>(size)};
+  TVMValue v;
+  v.v_handle = &arr;
+  int code = kTVMBytes;
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  if (!CheckCall(TVMFuncCall(f, &v, &code, 1, &ret, &ret_code))) return nullptr;
+  if (ret_code != kTVMObjectHandle) {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.String returned type code %d", ret_code);
+    return nullptr;
+  }
+  return ret.v_handle;
+}
+
+int ArgPack::Set(int i, PyObject* arg) {
+  TVMValue& v = values_[i];
+  int& code = codes_[i];
+  if (arg == Py_None) {
+    v.v_handle = nullptr;
+    code = kTVMNullptr;
+    return 0;
+  }
+  PyTypeObject* type = Py_TYPE(arg);
+  if (type == &PyBool_Type) {
+    v.v_int64 = arg == Py_True;
+    code = kTVMArgBool;
+    return 0;
+  }
+  if (PyLong_Check(arg)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(arg, &overflow);
+    if (overflow != 0) {
+      PyErr_Format(PyExc_OverflowError, "polyffi: argument %d: int %R does not fit in int64", i,
+                   arg);
+      return -1;
+    }
+    if (x == -1 && PyErr_Occurred()) return -1;
+    v.v_int64 = x;
+    code = kTVMArgInt;
+    return 0;
+  }
+  if (PyFloat_Check(arg)) {
+    v.v_float64 = PyFloat_AS_DOUBLE(arg);
+    code = kTVMArgFloat;
+    return 0;
+  }
+  if (PyUnicode_Check(arg)) {
+    Py_ssize_t size = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(arg, &size);  // cached in the str object
+    if (s == nullptr) return -1;
+    if (static_cast<size_t>(size) == std::strlen(s)) {
+      v.v_str = s;
+      code = kTVMStr;
+      return 0;
+    }
+    void* obj = MakeRuntimeString(s, size);
+    if (obj == nullptr) return -1;
+    AddTemp(obj, kTVMObjectHandle);
+    v.v_handle = obj;
+    code = kTVMObjectHandle;
+    return 0;
+  }
+  if (PyObject_TypeCheck(arg, &ObjectBaseType)) {
+    auto* h = reinterpret_cast<HandleObject*>(arg);
+    if (h->handle == nullptr) {
+      PyErr_Format(PyExc_ValueError, "polyffi: argument %d: %s handle has been released", i,
+                   type->tp_name);
+      return -1;
+    }
+    v.v_handle = h->handle;
+    code = h->code;
+    return 0;
+  }
+  if (PyBytes_Check(arg) || PyByteArray_Check(arg)) {
+    bool is_bytes = PyBytes_Check(arg);
+    bytes_[i].data = is_bytes ? PyBytes_AS_STRING(arg) : PyByteArray_AS_STRING(arg);
+    bytes_[i].size = static_cast<size_t>(is_bytes ? PyBytes_GET_SIZE(arg)
+                                                  : PyByteArray_GET_SIZE(arg));
+    v.v_handle = &bytes_[i];
+    code = kTVMBytes;
+    return 0;
+  }
+  if (type == &DeviceType) {
+    v.v_device = reinterpret_cast<DeviceObject*>(arg)->dev;
+    code = kDLDevice;
+    return 0;
+  }
+  if (type == &DataTypeType) {
+    v.v_type = reinterpret_cast<DataTypeObject*>(arg)->dtype;
+    code = kTVMDataType;
+    return 0;
+  }
+  if (PyList_Check(arg) || PyTuple_Check(arg) || PyDict_Check(arg)) {
+    void* obj = PyDict_Check(arg) ? MakeMap(arg) : MakeArray(arg);
+    if (obj == nullptr) return -1;
+    AddTemp(obj, kTVMObjectHandle);
+    v.v_handle = obj;
+    code = kTVMObjectHandle;
+    return 0;
+  }
+  if (PyCapsule_IsValid(arg, kOpaqueCapsuleName)) {
+    v.v_handle = PyCapsule_GetPointer(arg, kOpaqueCapsuleName);
+    code = kTVMOpaqueHandle;
+    return 0;
+  }
+  if (IsDLPackProducer(arg)) {
+    TVMArrayHandle nd = ArrayFromDLPackObject(arg);
+    if (nd == nullptr) return -1;
+    AddTemp(nd, kTVMNDArrayHandle);
+    v.v_handle = nd;
+    code = kTVMNDArrayHandle;
+    return 0;
+  }
+  if (PyCallable_Check(arg)) {
+    TVMFunctionHandle f = CallbackFromCallable(arg);
+    if (f == nullptr) return -1;
+    AddTemp(f, kTVMPackedFuncHandle);
+    v.v_handle = f;
+    code = kTVMPackedFuncHandle;
+    return 0;
+  }
+  // numpy scalars and other number-likes.
+  if (PyIndex_Check(arg)) {
+    PyObject* index = PyNumber_Index(arg);
+    if (index == nullptr) return -1;
+    int rc = Set(i, index);
+    Py_DECREF(index);
+    return rc;
+  }
+  if (type->tp_as_number != nullptr && type->tp_as_number->nb_float != nullptr) {
+    double d = PyFloat_AsDouble(arg);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    v.v_float64 = d;
+    code = kTVMArgFloat;
+    return 0;
+  }
+  PyErr_Format(PyExc_TypeError, "polyffi: argument %d: unsupported argument type '%s'", i,
+               type->tp_name);
+  return -1;
+}
+
+// ---- Containers -------------------------------------------------------------------------------
+
+static void* CallForObject(TVMFunctionHandle f, ArgPack& pack, const char* what) {
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  if (!CheckCall(TVMFuncCall(f, pack.values(), pack.codes(), pack.size(), &ret, &ret_code))) {
+    return nullptr;
+  }
+  if (ret_code != kTVMObjectHandle) {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: %s returned type code %d", what, ret_code);
+    return nullptr;
+  }
+  return ret.v_handle;
+}
+
+void* MakeArray(PyObject* seq) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeArray);
+  if (f == nullptr) return nullptr;
+  PyObject* fast = PySequence_Fast(seq, "polyffi: expected a sequence");
+  if (fast == nullptr) return nullptr;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  void* result = nullptr;
+  {
+    ArgPack pack(n);
+    int i = 0;
+    for (; i < n; ++i) {
+      if (pack.Set(i, items[i]) != 0) break;
+    }
+    if (i == n) result = CallForObject(f, pack, "runtime.Array");
+  }
+  Py_DECREF(fast);
+  return result;
+}
+
+void* MakeMap(PyObject* dict) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeMap);
+  if (f == nullptr) return nullptr;
+  Py_ssize_t n = PyDict_Size(dict);
+  ArgPack pack(2 * n);
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  int i = 0;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    if (i + 1 >= 2 * n + 1) break;  // the dict changed size under us
+    if (pack.Set(i, key) != 0 || pack.Set(i + 1, value) != 0) return nullptr;
+    i += 2;
+  }
+  if (i != 2 * n) {
+    PyErr_SetString(PyExc_RuntimeError, "polyffi: dict changed size during conversion");
+    return nullptr;
+  }
+  return CallForObject(f, pack, "runtime.Map");
+}
+
+// ---- Returns ----------------------------------------------------------------------------------
+
+static PyObject* DecodeUtf8(const char* s, Py_ssize_t size) {
+  // surrogateescape keeps arbitrary bytes round-trippable instead of failing the call.
+  return PyUnicode_DecodeUTF8(s, size, "surrogateescape");
+}
+
+static PyObject* RuntimeStringToPython(void* obj) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeStringBytes);
+  if (f == nullptr) {
+    TVMObjectFree(obj);
+    return nullptr;
+  }
+  TVMValue v;
+  v.v_handle = obj;
+  int code = kTVMObjectHandle;
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  int rc = TVMFuncCall(f, &v, &code, 1, &ret, &ret_code);
+  TVMObjectFree(obj);
+  if (rc != 0) return RaiseLastError(rc);
+  if (ret_code == kTVMBytes) {
+    auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
+    return DecodeUtf8(arr->data, static_cast<Py_ssize_t>(arr->size));
+  }
+  if (ret_code == kTVMStr) return DecodeUtf8(ret.v_str, std::strlen(ret.v_str));
+  PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.StringBytes returned type code %d",
+               ret_code);
+  return nullptr;
+}
+
+PyObject* ReturnToPython(TVMValue value, int code) {
+  switch (code) {
+    case kTVMNullptr:
+      Py_RETURN_NONE;
+    case kTVMArgInt:
+    case kDLUInt:
+      return PyLong_FromLongLong(value.v_int64);
+    case kTVMArgBool:
+      return PyBool_FromLong(value.v_int64 != 0);
+    case kTVMArgFloat:
+      return PyFloat_FromDouble(value.v_float64);
+    case kTVMStr:
+      return DecodeUtf8(value.v_str, std::strlen(value.v_str));
+    case kTVMBytes: {
+      auto* arr = static_cast<TVMByteArray*>(value.v_handle);
+      return PyBytes_FromStringAndSize(arr->data, static_cast<Py_ssize_t>(arr->size));
+    }
+    case kTVMDataType: {
+      auto* obj = PyObject_New(DataTypeObject, &DataTypeType);
+      if (obj != nullptr) obj->dtype = value.v_type;
+      return reinterpret_cast<PyObject*>(obj);
+    }
+    case kDLDevice: {
+      auto* obj = PyObject_New(DeviceObject, &DeviceType);
+      if (obj != nullptr) obj->dev = value.v_device;
+      return reinterpret_cast<PyObject*>(obj);
+    }
+    case kTVMOpaqueHandle:
+      if (value.v_handle == nullptr) Py_RETURN_NONE;
+      return PyCapsule_New(value.v_handle, kOpaqueCapsuleName, nullptr);
+    case kTVMObjectHandle: {
+      if (value.v_handle == nullptr) Py_RETURN_NONE;
+      unsigned tindex = 0;
+      if (TVMObjectGetTypeIndex(value.v_handle, &tindex) == 0 &&
+          static_cast<int64_t>(tindex) == StringTypeIndex()) {
+        return RuntimeStringToPython(value.v_handle);
+      }
+      return WrapHandle(value.v_handle, code);
+    }
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMNDArrayHandle:
+      if (value.v_handle == nullptr) Py_RETURN_NONE;
+      return WrapHandle(value.v_handle, code);
+    case kTVMDLTensorHandle: {
+      // A borrowed view: wrapped without ownership; valid as long as its producer keeps it.
+      PyTypeObject* cls = reinterpret_cast<PyTypeObject*>(g_ndarray_class);
+      PyObject* obj = cls->tp_alloc(cls, 0);
+      if (obj == nullptr) return nullptr;
+      reinterpret_cast<HandleObject*>(obj)->handle = value.v_handle;
+      reinterpret_cast<HandleObject*>(obj)->code = kTVMDLTensorHandle;
+      return obj;
+    }
+    default:
+      PyErr_Format(PyExc_TypeError, "unknown type code %d", code);
+      return nullptr;
+  }
+}
+
+PyObject* CallbackArgToPython(TVMValue value, int code) {
+  switch (code) {
+    case kTVMObjectHandle:
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMNDArrayHandle:
+    case kTVMObjectRValueRefArg:
+      if (!CheckCall(TVMCbArgToReturn(&value, &code))) return nullptr;
+      break;
+    default:
+      break;
+  }
+  return ReturnToPython(value, code);
+}
+
+// ---- DataType ---------------------------------------------------------------------------------
+
+int ParseDataType(const char* s, DLDataType* out) {
+  DLDataType t{kDLInt, 32, 1};
+  const char* p = s;
+  if (std::strcmp(s, "bool") == 0) {
+    *out = DLDataType{kDLUInt, 1, 1};
+    return 0;
+  }
+  if (std::strcmp(s, "handle") == 0) {
+    *out = DLDataType{kDLOpaqueHandle, 64, 1};
+    return 0;
+  }
+  struct Prefix {
+    const char* name;
+    uint8_t code;
+    uint8_t default_bits;
+  };
+  static const Prefix prefixes[] = {{"bfloat", kDLBfloat, 16},
+                                    {"float", kDLFloat, 32},
+                                    {"uint", kDLUInt, 32},
+                                    {"int", kDLInt, 32}};
+  bool matched = false;
+  for (const auto& pre : prefixes) {
+    size_t len = std::strlen(pre.name);
+    if (std::strncmp(p, pre.name, len) == 0) {
+      t.code = pre.code;
+      t.bits = pre.default_bits;
+      p += len;
+      matched = true;
+      break;
+    }
+  }
+  if (matched) {
+    char* end = nullptr;
+    if (*p >= '0' && *p <= '9') {
+      long bits = std::strtol(p, &end, 10);
+      if (bits <= 0 || bits > 255) matched = false;
+      t.bits = static_cast<uint8_t>(bits);
+      p = end;
+    }
+    if (matched && *p == 'x') {
+      long lanes = std::strtol(p + 1, &end, 10);
+      if (end == p + 1 || lanes <= 0 || lanes > 65535) matched = false;
+      t.lanes = static_cast<uint16_t>(lanes);
+      p = end;
+    }
+    if (*p != '\0') matched = false;
+  }
+  if (!matched) {
+    PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
+    return -1;
+  }
+  *out = t;
+  return 0;
+}
+
+PyObject* DataTypeToString(DLDataType t) {
+  const char* base;
+  switch (t.code) {
+    case kDLInt:
+      base = "int";
+      break;
+    case kDLUInt:
+      base = t.bits == 1 ? "bool" : "uint";
+      break;
+    case kDLFloat:
+      base = "float";
+      break;
+    case kDLOpaqueHandle:
+      base = "handle";
+      break;
+    case kDLBfloat:
+      base = "bfloat";
+      break;
+    case 6:  // kDLBool in DLPack >= 0.8
+      base = "bool";
+      break;
+    default:
+      return PyUnicode_FromFormat("custom[%d]%d", t.code, t.bits);
+  }
+  char buf[64];
+  bool show_bits = !(std::strcmp(base, "bool") == 0 || std::strcmp(base, "handle") == 0);
+  int n = show_bits ? std::snprintf(buf, sizeof(buf), "%s%d", base, t.bits)
+                    : std::snprintf(buf, sizeof(buf), "%s", base);
+  if (t.lanes != 1) std::snprintf(buf + n, sizeof(buf) - n, "x%d", t.lanes);
+  return PyUnicode_FromString(buf);
+}
+
+static PyObject* DataTypeNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* spec = nullptr;
+  static const char* kwlist[] = {"dtype", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:DataType", const_cast<char**>(kwlist),
+                                   &spec)) {
+    return nullptr;
+  }
+  DLDataType t;
+  if (Py_IS_TYPE(spec, &DataTypeType)) {
+    t = reinterpret_cast<DataTypeObject*>(spec)->dtype;
+  } else {
+    PyObject* text = PyObject_Str(spec);  // accepts numpy dtypes and str alike
+    if (text == nullptr) return nullptr;
+    const char* s = PyUnicode_AsUTF8(text);
+    int rc = s == nullptr ? -1 : ParseDataType(s, &t);
+    Py_DECREF(text);
+    if (rc != 0) return nullptr;
+  }
+  auto* obj = reinterpret_cast<DataTypeObject*>(type->tp_alloc(type, 0));
+  if (obj != nullptr) obj->dtype = t;
+  return reinterpret_cast<PyObject*>(obj);
+}
+
+static PyObject* DataTypeStr(PyObject* self) {
+  return DataTypeToString(reinterpret_cast<DataTypeObject*>(self)->dtype);
+}
+
+static PyObject* DataTypeRepr(PyObject* self) {
+  PyObject* s = DataTypeStr(self);
+  if (s == nullptr) return nullptr;
+  PyObject* r = PyUnicode_FromFormat("DataType(\"%U\")", s);
+  Py_DECREF(s);
+  return r;
+}
+
+static PyObject* DataTypeRichCompare(PyObject* self, PyObject* other, int op) {
+  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+  DLDataType a = reinterpret_cast<DataTypeObject*>(self)->dtype;
+  DLDataType b;
+  if (Py_IS_TYPE(other, &DataTypeType)) {
+    b = reinterpret_cast<DataTypeObject*>(other)->dtype;
+  } else if (PyUnicode_Check(other)) {
+    if (ParseDataType(PyUnicode_AsUTF8(other), &b) != 0) {
+      PyErr_Clear();
+      return PyBool_FromLong(op == Py_NE);
+    }
+  } else {
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  bool eq = a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t DataTypeHash(PyObject* self) {
+  DLDataType t = reinterpret_cast<DataTypeObject*>(self)->dtype;
+  return static_cast<Py_hash_t>((t.code << 24) ^ (t.bits << 16) ^ t.lanes) + 1;
+}
+
+static PyObject* DataTypeGetCode(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<DataTypeObject*>(self)->dtype.code);
+}
+static PyObject* DataTypeGetBits(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<DataTypeObject*>(self)->dtype.bits);
+}
+static PyObject* DataTypeGetLanes(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<DataTypeObject*>(self)->dtype.lanes);
+}
+
+static PyGetSetDef kDataTypeGetSet[] = {
+    {"type_code", DataTypeGetCode, nullptr, "DLPack type code.", nullptr},
+    {"bits", DataTypeGetBits, nullptr, "Bits per lane.", nullptr},
+    {"lanes", DataTypeGetLanes, nullptr, "Vector lanes.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyTypeObject DataTypeType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// ---- Device -----------------------------------------------------------------------------------
+
+struct DeviceName {
+  const char* name;
+  int type;
+};
+static const DeviceName kDeviceNames[] = {
+    {"cpu", 1},    {"cuda", 2},     {"cuda_host", 3}, {"opencl", 4},  {"vulkan", 7},
+    {"metal", 8},  {"vpi", 9},      {"rocm", 10},     {"rocm_host", 11}, {"ext_dev", 12},
+    {"cuda_managed", 13}, {"oneapi", 14}, {"webgpu", 15}, {"hexagon", 16}, {"llvm", 1},
+    {"gpu", 2}};
+
+static PyObject* DeviceNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* dev_type = nullptr;
+  int dev_id = 0;
+  static const char* kwlist[] = {"device_type", "device_id", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i:Device", const_cast<char**>(kwlist),
+                                   &dev_type, &dev_id)) {
+    return nullptr;
+  }
+  int code = -1;
+  if (PyUnicode_Check(dev_type)) {
+    const char* s = PyUnicode_AsUTF8(dev_type);
+    if (s == nullptr) return nullptr;
+    for (const auto& d : kDeviceNames) {
+      if (std::strcmp(s, d.name) == 0) code = d.type;
+    }
+    if (code < 0) {
+      PyErr_Format(PyExc_ValueError, "polyffi: unknown device type '%s'", s);
+      return nullptr;
+    }
+  } else {
+    long x = PyLong_AsLong(dev_type);
+    if (x == -1 && PyErr_Occurred()) return nullptr;
+    code = static_cast<int>(x);
+  }
+  auto* obj = reinterpret_cast<DeviceObject*>(type->tp_alloc(type, 0));
+  if (obj != nullptr) obj->dev = DLDevice{static_cast<DLDeviceType>(code), dev_id};
+  return reinterpret_cast<PyObject*>(obj);
+}
+
+static const char* DeviceTypeName(int type) {
+  for (const auto& d : kDeviceNames) {
+    if (d.type == type) return d.name;
+  }
+  return nullptr;
+}
+
+static PyObject* DeviceRepr(PyObject* self) {
+  DLDevice d = reinterpret_cast<DeviceObject*>(self)->dev;
+  const char* name = DeviceTypeName(d.device_type);
+  if (name != nullptr) return PyUnicode_FromFormat("%s(%d)", name, d.device_id);
+  return PyUnicode_FromFormat("Device(%d, %d)", static_cast<int>(d.device_type), d.device_id);
+}
+
+static PyObject* DeviceRichCompare(PyObject* self, PyObject* other, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !Py_IS_TYPE(other, &DeviceType)) {
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  DLDevice a = reinterpret_cast<DeviceObject*>(self)->dev;
+  DLDevice b = reinterpret_cast<DeviceObject*>(other)->dev;
+  bool eq = a.device_type == b.device_type && a.device_id == b.device_id;
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t DeviceHash(PyObject* self) {
+  DLDevice d = reinterpret_cast<DeviceObject*>(self)->dev;
+  return (static_cast<Py_hash_t>(d.device_type) << 20) + d.device_id + 1;
+}
+
+static PyObject* DeviceGetType(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<DeviceObject*>(self)->dev.device_type);
+}
+static PyObject* DeviceGetId(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<DeviceObject*>(self)->dev.device_id);
+}
+
+static PyObject* DeviceDLPack(PyObject* self, PyObject*) {
+  DLDevice d = reinterpret_cast<DeviceObject*>(self)->dev;
+  return Py_BuildValue("(ii)", static_cast<int>(d.device_type), d.device_id);
+}
+
+static PyGetSetDef kDeviceGetSet[] = {
+    {"device_type", DeviceGetType, nullptr, "DLPack device type.", nullptr},
+    {"device_id", DeviceGetId, nullptr, "Device ordinal.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+static PyMethodDef kDeviceMethods[] = {
+    {"_tuple", DeviceDLPack, METH_NOARGS, "(device_type, device_id)"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyTypeObject DeviceType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+int InitValueTypes(PyObject* module) {
+  DataTypeType.tp_name = "polyffi.DataType";
+  DataTypeType.tp_doc = "A DLPack data type, e.g. DataType(\"float32\").";
+  DataTypeType.tp_basicsize = sizeof(DataTypeObject);
+  DataTypeType.tp_flags = Py_TPFLAGS_DEFAULT;
+  DataTypeType.tp_new = DataTypeNew;
+  DataTypeType.tp_str = DataTypeStr;
+  DataTypeType.tp_repr = DataTypeRepr;
+  DataTypeType.tp_richcompare = DataTypeRichCompare;
+  DataTypeType.tp_hash = DataTypeHash;
+  DataTypeType.tp_getset = kDataTypeGetSet;
+  DeviceType.tp_name = "polyffi.Device";
+  DeviceType.tp_doc = "A DLPack device, e.g. Device(\"cpu\", 0).";
+  DeviceType.tp_basicsize = sizeof(DeviceObject);
+  DeviceType.tp_flags = Py_TPFLAGS_DEFAULT;
+  DeviceType.tp_new = DeviceNew;
+  DeviceType.tp_repr = DeviceRepr;
+  DeviceType.tp_richcompare = DeviceRichCompare;
+  DeviceType.tp_hash = DeviceHash;
+  DeviceType.tp_getset = kDeviceGetSet;
+  DeviceType.tp_methods = kDeviceMethods;
+  if (PyType_Ready(&DataTypeType) < 0 || PyType_Ready(&DeviceType) < 0) return -1;
+  Py_INCREF(&DataTypeType);
+  if (PyModule_AddObject(module, "DataType", reinterpret_cast<PyObject*>(&DataTypeType)) < 0) {
+    return -1;
+  }
+  Py_INCREF(&DeviceType);
+  return PyModule_AddObject(module, "Device", reinterpret_cast<PyObject*>(&DeviceType));
+}
+
+}  // namespace polyffi_py
