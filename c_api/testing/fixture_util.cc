@@ -65,6 +65,15 @@ Registrar::Registrar(const char* name, Body body) noexcept {
   }
 }
 
+Registrar::Registrar(const char* name, TVMPackedCFunc fn) noexcept {
+  TVMFunctionHandle h = nullptr;
+  if (TVMFuncCreateFromCFunc(fn, nullptr, nullptr, &h) != 0 ||
+      TVMFuncRegisterGlobal(name, h, 0) != 0) {
+    std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
+  }
+  TVMFuncFree(h);
+}
+
 TVMFunctionHandle CoreGlobal(const char* name) {
   TVMFunctionHandle h = nullptr;
   polyffi::CheckCall(TVMFuncGetGlobal(name, &h));

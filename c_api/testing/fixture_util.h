@@ -46,6 +46,8 @@ Body Typed(F f, std::string name) {
 class Registrar {
  public:
   Registrar(const char* name, Body body) noexcept;
+  /*! \brief A bare C callback, for fixtures whose own cost must be nil (benchmark floors). */
+  Registrar(const char* name, TVMPackedCFunc fn) noexcept;
 };
 
 #define POLYFFI_TESTING_CONCAT_(a, b) a##b

@@ -11,9 +11,10 @@ namespace {
 
 using polyffi::Error;
 
-// The cheapest possible call: benchmarks measure the call path against it, so it leaves the
-// return slot alone (an unset return is None by ABI.md 3).
-TESTING_GLOBAL("testing.nop", [](PackedArgs, RetValue*) {});
+// The cheapest possible call: benchmarks measure the call path against it, so it is a bare C
+// callback that leaves the return slot alone (an unset return is None by ABI.md 3).
+int Nop(TVMValue*, int*, int, TVMRetValueHandle, void*) { return 0; }
+TESTING_GLOBAL("testing.nop", Nop);
 
 // Returns its argument exactly as received: TVMCFuncSetReturn copies strings, retains objects and
 // moves out of an rvalue-ref slot, so every type code round-trips with identity.
