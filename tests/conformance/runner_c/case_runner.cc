@@ -70,7 +70,7 @@ std::string StringOf(const std::string& tag, const json& body) {
   return out;
 }
 
-/*! \brief The classic TVM dtype strings: int8, uint16, float32, bfloat16, bool, handle, "x4". */
+/*! \brief The dtype strings: int8, uint16, float32, bfloat16, bool, handle, with "xLANES". */
 DLDataType ParseDType(const std::string& text) {
   DLDataType t;
   t.lanes = 1;
@@ -81,8 +81,10 @@ DLDataType ParseDType(const std::string& text) {
     t.lanes = static_cast<uint16_t>(std::stoi(text.substr(x + 1)));
   }
   if (base == "bool") {
-    t.code = kDLUInt;
-    t.bits = 1;
+    // polyffi reads "bool" as DLPack's kDLBool (= 6, 8 bits), which the system dlpack.h (0.6)
+    // does not name yet; see the core's dtype parser and docs/abi-decisions.md.
+    t.code = 6;
+    t.bits = 8;
     return t;
   }
   if (base == "handle") {
