@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every test: installs what it needs, builds, runs the C/C++ suites, the conformance runners
+# and their matrix, the sanitizer runs, and the bindings' suites.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+start=$(date +%s)
+step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
+
+step "dependencies"
+ci/install-deps.sh
+
+step "build (Release)"
+ci/build.sh "$root/build"
+
+step "conformance case files"
+python3 tests/conformance/validate.py
+
+step "C/C++ tests (ctest)"
+ctest --test-dir build --output-on-failure -j2
+
+step "sanitizers"
+ci/test-sanitizers.sh
+
+for part in ci/test-python.sh; do
+  if [ -x "$part" ]; then step "$part"; "$part"; fi
+done
+
+step "conformance matrix"
+python3 tests/conformance/matrix.py build/conformance
+
+step "done in $(( $(date +%s) - start ))s"
