@@ -1,0 +1,842 @@
+// TVM-compatible graph executor: runs a graph JSON (TVM's format) with kernels from a module.
+//
+// Written only against the public C ABI (plus the header-only polyffi.hpp over it), like any
+// other client of the runtime: it owns arrays through TVMArray*, calls kernels through
+// TVMFuncCall and builds its result module with the core global runtime.ModuleFromFunctions.
+// Everything that allocates (parsing, storage planning, kernel lookup, argument packing)
+// happens once in create(); run() only walks a prebuilt list of calls.
+//
+// Semantics follow TVM's GraphExecutor (src/runtime/graph_executor): inputs are the graph's
+// arg_nodes (parameters included), entries share memory by storage_id, load_params skips
+// names that are not graph inputs, get_input returns the executor's own storage. One
+// difference, asked for by polyffi's contract: get_output(i) returns a new array holding a
+// copy (TVM returns its internal storage), so a later run() never changes an array already
+// handed out. An executor is not thread-safe, as in TVM: one caller at a time.
+#include <polyffi/c_runtime_api.h>
+
+// polyffi.hpp is the client-side C++ layer. Compiled into libpolyffi as is, its classes
+// (polyffi::Error, polyffi::RetValue, ...) would share mangled names, and so inline functions
+// and typeinfo, with the core's own classes of the same names: an ODR violation that crashed
+// (the core's Error::full() ran on the header's Error). Here it lives in its own namespace.
+#define polyffi polyffi_hpp
+#include <polyffi/polyffi.hpp>
+#undef polyffi
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace polyffi_hpp {
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void Throw(const char* kind, const std::string& msg) { throw Error(kind, msg); }
+
+std::string ShapeStr(const int64_t* shape, int ndim) {
+  std::ostringstream os;
+  os << "[";
+  for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string DTypeStr(DLDataType t) {
+  std::string base;
+  switch (t.code) {
+    case kDLInt: base = "int"; break;
+    case kDLUInt: base = (t.bits == 1 ? "bool" : "uint"); break;
+    case kDLFloat: base = "float"; break;
+    case kDLBfloat: base = "bfloat"; break;
+    default: base = "code" + std::to_string(t.code) + "_"; break;
+  }
+  if (base != "bool") base += std::to_string(t.bits);
+  if (t.lanes != 1) base += "x" + std::to_string(t.lanes);
+  return base;
+}
+
+// Parses TVM's dtype strings ("float32", "int8", "uint1", "bool", "float32x4").
+DLDataType ParseDType(const std::string& s) {
+  DLDataType t{kDLFloat, 32, 1};
+  std::string body = s;
+  size_t x = s.find('x');
+  if (x != std::string::npos) {
+    body = s.substr(0, x);
+    const std::string lanes = s.substr(x + 1);
+    if (lanes.empty() || lanes.find_first_not_of("0123456789") != std::string::npos) {
+      Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
+    }
+    t.lanes = static_cast<uint16_t>(std::stoi(lanes));
+  }
+  if (body == "bool") {
+    t.code = kDLUInt;
+    t.bits = 1;
+    return t;
+  }
+  size_t digits = body.find_first_of("0123456789");
+  std::string kind = body.substr(0, digits);
+  if (kind == "int") {
+    t.code = kDLInt;
+  } else if (kind == "uint") {
+    t.code = kDLUInt;
+  } else if (kind == "float") {
+    t.code = kDLFloat;
+  } else if (kind == "bfloat") {
+    t.code = kDLBfloat;
+  } else {
+    Throw("ValueError", "graph JSON: unsupported dtype '" + s + "'");
+  }
+  if (digits == std::string::npos ||
+      body.find_first_not_of("0123456789", digits) != std::string::npos) {
+    Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
+  }
+  int bits = std::stoi(body.substr(digits));
+  if (bits <= 0 || bits > 64) Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
+  t.bits = static_cast<uint8_t>(bits);
+  return t;
+}
+
+bool SameDType(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t NumBytes(const std::vector<int64_t>& shape, DLDataType t) {
+  return (NumElements(shape) * t.bits * t.lanes + 7) / 8;
+}
+
+// TVM writes node attrs as strings ("1"); hand-written graphs often use numbers. Accept both.
+int64_t AttrInt(const Json& attrs, const char* key, const std::string& node, bool required,
+                int64_t dflt) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) {
+    if (required) Throw("ValueError", "graph JSON: node '" + node + "' lacks attr " + key);
+    return dflt;
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+      return std::stoll(s);
+    }
+  }
+  Throw("ValueError", "graph JSON: node '" + node + "' attr " + key + " must be an integer, got " +
+                          it->dump());
+}
+
+// The value of a graph-level attr, which TVM writes as ["list_int", [...]] and the like.
+const Json& GraphAttr(const Json& attrs, const char* key, const char* type) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) Throw("ValueError", std::string("graph JSON: attrs lacks ") + key);
+  if (!it->is_array() || it->size() != 2 || !(*it)[0].is_string() || (*it)[0] != type ||
+      !(*it)[1].is_array()) {
+    Throw("ValueError", std::string("graph JSON: attrs.") + key + " must be [\"" + type +
+                            "\", [...]]");
+  }
+  return (*it)[1];
+}
+
+struct Entry {
+  uint32_t node_id;
+  uint32_t index;
+};
+
+struct Node {
+  std::string op;
+  std::string name;
+  std::string func_name;
+  std::vector<Entry> inputs;
+  uint32_t num_outputs = 1;
+  bool flatten_data = false;
+};
+
+// Reads TVM's little-endian binary formats with bounds checks; every failure names the offset.
+class Reader {
+ public:
+  Reader(const char* data, size_t size) : data_(data), size_(size) {}
+  template <typename T>
+  T Read(const char* what) {
+    T v;
+    std::memcpy(&v, Take(sizeof(T), what), sizeof(T));
+    return v;
+  }
+  const char* Take(size_t n, const char* what) {
+    if (n > size_ - pos_) {
+      std::ostringstream os;
+      os << "load_params: params blob truncated reading " << what << " at offset " << pos_
+         << " (need " << n << " bytes, " << size_ - pos_ << " left)";
+      Throw("ValueError", os.str());
+    }
+    const char* p = data_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  size_t pos() const { return pos_; }
+  size_t remaining() const { return size_ - pos_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+constexpr uint64_t kParamsMagic = 0xF7E58D4F05049CB7ULL;
+constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
+
+struct ParamArray {
+  std::string name;
+  DLDataType dtype;
+  std::vector<int64_t> shape;
+  const char* data;
+  size_t nbytes;
+};
+
+// Keeps a view's shape and a reference to its storage (taken with TVMArrayToDLPack) alive for
+// as long as the view array lives, so an array handed out by get_input stays valid even after
+// the executor is gone.
+struct ViewContext {
+  DLManagedTensor managed;
+  std::vector<int64_t> shape;
+  DLManagedTensor* storage_ref;
+};
+
+void ViewDeleter(DLManagedTensor* self) {
+  auto* ctx = static_cast<ViewContext*>(self->manager_ctx);
+  TVMDLManagedTensorCallDeleter(ctx->storage_ref);
+  delete ctx;
+}
+
+class GraphExecutor {
+ public:
+  GraphExecutor(const std::string& graph_json, void* lib, DLDevice device)
+      : lib_(ObjectRef::Borrow(lib)), device_(device) {
+    Parse(graph_json);
+    PlanStorage();
+    SetupOps();
+  }
+
+  ~GraphExecutor() {
+    for (Op& op : ops_) TVMFuncFree(op.func);
+    for (TVMArrayHandle a : entries_) TVMArrayFree(a);
+    for (TVMArrayHandle a : storage_) TVMArrayFree(a);
+  }
+
+  GraphExecutor(const GraphExecutor&) = delete;
+  GraphExecutor& operator=(const GraphExecutor&) = delete;
+
+  int num_inputs() const { return static_cast<int>(input_nodes_.size()); }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+
+  // Index of the input (arg node) called name, or -1.
+  int InputIndex(const std::string& name) const {
+    for (size_t i = 0; i < input_nodes_.size(); ++i) {
+      if (nodes_[input_nodes_[i]].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // An input given as an index or a name, resolved to its index.
+  int ResolveInput(const char* fn, ArgValue key) const {
+    if (key.type_code() == kTVMArgInt || key.type_code() == kDLUInt) {
+      int64_t i = key.raw().v_int64;
+      if (i < 0 || i >= num_inputs()) {
+        Throw("IndexError", std::string(fn) + ": input index " + std::to_string(i) +
+                                " out of range [0, " + std::to_string(num_inputs()) + ")");
+      }
+      return static_cast<int>(i);
+    }
+    std::string name;
+    try {
+      name = key.as<std::string>();
+    } catch (const Error&) {
+      Throw("TypeError", std::string(fn) + ": input must be an int index or a str name, got " +
+                             TypeCodeName(key.type_code()));
+    }
+    int i = InputIndex(name);
+    if (i < 0) Throw("KeyError", std::string(fn) + ": the graph has no input named '" + name + "'");
+    return i;
+  }
+
+  void SetInput(int index, ArgValue array) {
+    const Node& node = nodes_[input_nodes_[index]];
+    DLTensor* src = TensorArg("set_input", array);
+    TVMArrayHandle dst = entries_[EntryId(input_nodes_[index], 0)];
+    CheckMatch("set_input: input '" + node.name + "'", dst, src);
+    CheckCall(TVMArrayCopyFromTo(src, dst, nullptr));
+  }
+
+  TVMArrayHandle Input(int index) const { return entries_[EntryId(input_nodes_[index], 0)]; }
+
+  TVMArrayHandle Output(int64_t index) const {
+    if (index < 0 || index >= num_outputs()) {
+      Throw("IndexError", "get_output: output index " + std::to_string(index) +
+                              " out of range [0, " + std::to_string(num_outputs()) + ")");
+    }
+    const Entry& e = outputs_[index];
+    return entries_[EntryId(e.node_id, e.index)];
+  }
+
+  // A new array holding a copy of output index; owned by the caller.
+  TVMArrayHandle CopyOutput(int64_t index) const {
+    TVMArrayHandle src = Output(index);
+    TVMArrayHandle out = nullptr;
+    CheckCall(TVMArrayAlloc(src->shape, src->ndim, src->dtype.code, src->dtype.bits,
+                            src->dtype.lanes, device_.device_type, device_.device_id, &out));
+    int rc = TVMArrayCopyFromTo(src, out, nullptr);
+    if (rc != 0) {
+      Error err = Error::FromLastError();
+      TVMArrayFree(out);
+      throw err;
+    }
+    return out;
+  }
+
+  void CopyOutputTo(int64_t index, ArgValue out_arg) const {
+    TVMArrayHandle src = Output(index);
+    DLTensor* out = TensorArg("get_output", out_arg);
+    CheckMatch("get_output: output " + std::to_string(index), src, out);
+    CheckCall(TVMArrayCopyFromTo(src, out, nullptr));
+  }
+
+  void Run() {
+    for (Op& op : ops_) {
+      if (op.func == nullptr) {
+        // "__copy" (TVM's device copy node): inputs[0] -> outputs[0]. "__nop" has no entry.
+        CheckCall(TVMArrayCopyFromTo(static_cast<DLTensor*>(op.values[0].v_handle),
+                                     static_cast<DLTensor*>(op.values[1].v_handle), nullptr));
+        continue;
+      }
+      TVMValue rv;
+      int rc = kTVMNullptr;
+      if (TVMFuncCall(op.func, op.values.data(), op.codes.data(),
+                      static_cast<int>(op.values.size()), &rv, &rc) != 0) {
+        throw Error::FromLastError();
+      }
+      // Kernels return nothing; should one return an object anyway, do not leak it.
+      if (rc == kTVMNDArrayHandle) {
+        TVMArrayFree(static_cast<TVMArrayHandle>(rv.v_handle));
+      } else if (Any::IsObjectCode(rc)) {
+        TVMObjectFree(rv.v_handle);
+      }
+    }
+  }
+
+  // TVM's params blob: every array is parsed and checked before any input is written, so a
+  // bad blob leaves the executor unchanged.
+  void LoadParams(const char* data, size_t size) {
+    Reader r(data, size);
+    uint64_t magic = r.Read<uint64_t>("header magic");
+    if (magic != kParamsMagic) {
+      std::ostringstream os;
+      os << "load_params: not a TVM params blob: magic 0x" << std::hex << magic
+         << ", expected 0x" << kParamsMagic;
+      Throw("ValueError", os.str());
+    }
+    r.Read<uint64_t>("header reserved");
+    uint64_t num_names = r.Read<uint64_t>("name count");
+    // Each name takes at least 8 bytes, which bounds a corrupt count before reserving memory.
+    if (num_names > r.remaining() / 8) {
+      Throw("ValueError", "load_params: params blob truncated: " + std::to_string(num_names) +
+                              " names announced in " + std::to_string(r.remaining()) + " bytes");
+    }
+    std::vector<ParamArray> params(num_names);
+    for (auto& p : params) {
+      uint64_t len = r.Read<uint64_t>("name length");
+      p.name.assign(r.Take(len, "name"), len);
+    }
+    uint64_t num_arrays = r.Read<uint64_t>("array count");
+    if (num_arrays != num_names) {
+      Throw("ValueError", "load_params: params blob has " + std::to_string(num_names) +
+                              " names but " + std::to_string(num_arrays) + " arrays");
+    }
+    for (auto& p : params) {
+      const std::string what = "array '" + p.name + "'";
+      if (r.Read<uint64_t>("array magic") != kNDArrayMagic) {
+        Throw("ValueError", "load_params: " + what + " does not start with the NDArray magic");
+      }
+      r.Read<uint64_t>("array reserved");
+      r.Read<int32_t>("array device type");  // TVM loads every param to the CPU first too.
+      r.Read<int32_t>("array device id");
+      int32_t ndim = r.Read<int32_t>("array ndim");
+      if (ndim < 0 || ndim > 32) {
+        Throw("ValueError", "load_params: " + what + " has invalid ndim " + std::to_string(ndim));
+      }
+      p.dtype.code = r.Read<uint8_t>("array dtype");
+      p.dtype.bits = r.Read<uint8_t>("array dtype");
+      p.dtype.lanes = r.Read<uint16_t>("array dtype");
+      p.shape.resize(ndim);
+      for (auto& d : p.shape) {
+        d = r.Read<int64_t>("array shape");
+        if (d < 0) Throw("ValueError", "load_params: " + what + " has a negative dimension");
+      }
+      int64_t nbytes = r.Read<int64_t>("array byte size");
+      if (nbytes != NumBytes(p.shape, p.dtype)) {
+        Throw("ValueError", "load_params: " + what + " announces " + std::to_string(nbytes) +
+                                " bytes but its shape " + ShapeStr(p.shape.data(), ndim) + " " +
+                                DTypeStr(p.dtype) + " needs " +
+                                std::to_string(NumBytes(p.shape, p.dtype)));
+      }
+      p.nbytes = static_cast<size_t>(nbytes);
+      p.data = r.Take(p.nbytes, "array data");
+    }
+    if (r.remaining() != 0) {
+      Throw("ValueError", "load_params: " + std::to_string(r.remaining()) +
+                              " unexpected trailing bytes after the last array");
+    }
+    std::vector<std::pair<TVMArrayHandle, const ParamArray*>> writes;
+    for (const auto& p : params) {
+      int idx = InputIndex(p.name);
+      if (idx < 0) continue;  // As in TVM: params folded out of the graph are ignored.
+      TVMArrayHandle dst = Input(idx);
+      if (!SameDType(dst->dtype, p.dtype) || dst->ndim != static_cast<int>(p.shape.size()) ||
+          !std::equal(p.shape.begin(), p.shape.end(), dst->shape)) {
+        Throw("ValueError", "load_params: param '" + p.name + "' is " +
+                                ShapeStr(p.shape.data(), static_cast<int>(p.shape.size())) + " " +
+                                DTypeStr(p.dtype) + " but the graph expects " +
+                                ShapeStr(dst->shape, dst->ndim) + " " + DTypeStr(dst->dtype));
+      }
+      writes.emplace_back(dst, &p);
+    }
+    for (const auto& [dst, p] : writes) {
+      CheckCall(TVMArrayCopyFromBytes(dst, const_cast<char*>(p->data), p->nbytes));
+    }
+  }
+
+ private:
+  struct Op {
+    TVMFunctionHandle func = nullptr;
+    std::vector<TVMValue> values;
+    std::vector<int> codes;
+  };
+
+  uint32_t EntryId(uint32_t nid, uint32_t index) const { return node_row_ptr_[nid] + index; }
+
+  static DLTensor* TensorArg(const char* fn, ArgValue a) {
+    if (a.type_code() != kTVMNDArrayHandle && a.type_code() != kTVMDLTensorHandle) {
+      Throw("TypeError", std::string(fn) + ": expected an array but got " +
+                             TypeCodeName(a.type_code()));
+    }
+    auto* t = static_cast<DLTensor*>(a.raw().v_handle);
+    if (t == nullptr) Throw("ValueError", std::string(fn) + ": array is NULL");
+    return t;
+  }
+
+  static void CheckMatch(const std::string& what, const DLTensor* want, const DLTensor* got) {
+    bool same = SameDType(want->dtype, got->dtype) && want->ndim == got->ndim &&
+                std::equal(want->shape, want->shape + want->ndim, got->shape);
+    if (!same) {
+      Throw("ValueError", what + " expects " + ShapeStr(want->shape, want->ndim) + " " +
+                              DTypeStr(want->dtype) + " but got " +
+                              ShapeStr(got->shape, got->ndim) + " " + DTypeStr(got->dtype));
+    }
+  }
+
+  void Parse(const std::string& text) {
+    Json g;
+    try {
+      g = Json::parse(text);
+    } catch (const Json::exception& e) {
+      Throw("ValueError", std::string("graph JSON does not parse: ") + e.what());
+    }
+    // Any structural mismatch nlohmann reports (a string where a number belongs, ...) is the
+    // graph's fault, not an internal error.
+    try {
+      ParseGraph(g);
+    } catch (const Json::exception& e) {
+      Throw("ValueError", std::string("graph JSON is malformed: ") + e.what());
+    }
+  }
+
+  static Entry ParseEntry(const Json& j, const std::string& where) {
+    if (!j.is_array() || j.size() < 2 || j.size() > 3 || !j[0].is_number_unsigned() ||
+        !j[1].is_number_unsigned()) {
+      Throw("ValueError", "graph JSON: " + where + ": an entry must be [node_id, index, version]"
+                              ", got " + j.dump());
+    }
+    return Entry{j[0].get<uint32_t>(), j[1].get<uint32_t>()};
+  }
+
+  void ParseGraph(const Json& g) {
+    if (!g.is_object()) Throw("ValueError", "graph JSON: the top level must be an object");
+    for (const char* key : {"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr"}) {
+      if (!g.contains(key)) Throw("ValueError", std::string("graph JSON: missing \"") + key + "\"");
+    }
+    const Json& jnodes = g.at("nodes");
+    if (!jnodes.is_array()) Throw("ValueError", "graph JSON: \"nodes\" must be a list");
+    for (const Json& jn : jnodes) {
+      Node n;
+      const std::string where = "node " + std::to_string(nodes_.size());
+      if (!jn.is_object()) Throw("ValueError", "graph JSON: " + where + " is not an object");
+      n.op = jn.at("op").get<std::string>();
+      n.name = jn.at("name").get<std::string>();
+      if (jn.contains("inputs")) {
+        for (const Json& ji : jn.at("inputs")) {
+          Entry e = ParseEntry(ji, where + " ('" + n.name + "') inputs");
+          if (e.node_id >= nodes_.size()) {
+            Throw("ValueError", "graph JSON: node '" + n.name + "' reads node " +
+                                    std::to_string(e.node_id) + ", which does not precede it");
+          }
+          if (e.index >= nodes_[e.node_id].num_outputs) {
+            Throw("ValueError", "graph JSON: node '" + n.name + "' reads output " +
+                                    std::to_string(e.index) + " of '" + nodes_[e.node_id].name +
+                                    "', which has " +
+                                    std::to_string(nodes_[e.node_id].num_outputs));
+          }
+          n.inputs.push_back(e);
+        }
+      }
+      if (n.op == "tvm_op") {
+        if (!jn.contains("attrs") || !jn.at("attrs").is_object()) {
+          Throw("ValueError", "graph JSON: tvm_op node '" + n.name + "' lacks attrs");
+        }
+        const Json& a = jn.at("attrs");
+        if (!a.contains("func_name") || !a.at("func_name").is_string()) {
+          Throw("ValueError", "graph JSON: tvm_op node '" + n.name + "' lacks attr func_name");
+        }
+        n.func_name = a.at("func_name").get<std::string>();
+        int64_t num_inputs = AttrInt(a, "num_inputs", n.name, true, 0);
+        int64_t num_outputs = AttrInt(a, "num_outputs", n.name, true, 1);
+        n.flatten_data = AttrInt(a, "flatten_data", n.name, false, 0) != 0;
+        if (num_inputs != static_cast<int64_t>(n.inputs.size())) {
+          Throw("ValueError", "graph JSON: node '" + n.name + "' declares num_inputs " +
+                                  std::to_string(num_inputs) + " but lists " +
+                                  std::to_string(n.inputs.size()) + " inputs");
+        }
+        if (num_outputs < 1 || num_outputs > 1024) {
+          Throw("ValueError", "graph JSON: node '" + n.name + "' has invalid num_outputs " +
+                                  std::to_string(num_outputs));
+        }
+        n.num_outputs = static_cast<uint32_t>(num_outputs);
+      } else if (n.op != "null") {
+        Throw("ValueError", "graph JSON: node '" + n.name + "' has unknown op type '" + n.op +
+                                "' (expected \"null\" or \"tvm_op\")");
+      } else if (!n.inputs.empty()) {
+        Throw("ValueError", "graph JSON: null node '" + n.name + "' must have no inputs");
+      }
+      nodes_.push_back(std::move(n));
+    }
+
+    for (const Json& j : g.at("arg_nodes")) {
+      uint32_t nid = j.get<uint32_t>();
+      if (nid >= nodes_.size() || nodes_[nid].op != "null") {
+        Throw("ValueError", "graph JSON: arg_nodes entry " + std::to_string(nid) +
+                                " is not a null (input) node");
+      }
+      input_nodes_.push_back(nid);
+    }
+
+    node_row_ptr_ = g.at("node_row_ptr").get<std::vector<uint32_t>>();
+    if (node_row_ptr_.size() != nodes_.size() + 1 || node_row_ptr_[0] != 0) {
+      Throw("ValueError", "graph JSON: node_row_ptr must have " +
+                              std::to_string(nodes_.size() + 1) + " entries starting at 0");
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (node_row_ptr_[i + 1] != node_row_ptr_[i] + nodes_[i].num_outputs) {
+        Throw("ValueError", "graph JSON: node_row_ptr disagrees with num_outputs of node '" +
+                                nodes_[i].name + "'");
+      }
+    }
+    const size_t num_entries = node_row_ptr_.back();
+
+    for (const Json& j : g.at("heads")) {
+      Entry e = ParseEntry(j, "heads");
+      if (e.node_id >= nodes_.size() || e.index >= nodes_[e.node_id].num_outputs) {
+        Throw("ValueError", "graph JSON: heads refers to a missing output " + j.dump());
+      }
+      outputs_.push_back(e);
+    }
+
+    const Json& attrs = g.at("attrs");
+    if (!attrs.is_object()) Throw("ValueError", "graph JSON: \"attrs\" must be an object");
+    storage_id_ = GraphAttr(attrs, "storage_id", "list_int").get<std::vector<int64_t>>();
+    shapes_ = GraphAttr(attrs, "shape", "list_shape").get<std::vector<std::vector<int64_t>>>();
+    std::vector<std::string> dltype =
+        GraphAttr(attrs, "dltype", "list_str").get<std::vector<std::string>>();
+    if (storage_id_.size() != num_entries || shapes_.size() != num_entries ||
+        dltype.size() != num_entries) {
+      Throw("ValueError", "graph JSON: attrs storage_id/shape/dltype must each have " +
+                              std::to_string(num_entries) + " entries (one per node output), "
+                              "got " + std::to_string(storage_id_.size()) + "/" +
+                              std::to_string(shapes_.size()) + "/" +
+                              std::to_string(dltype.size()));
+    }
+    for (size_t i = 0; i < num_entries; ++i) {
+      if (storage_id_[i] < 0) {
+        Throw("ValueError", "graph JSON: entry " + std::to_string(i) + " has storage_id " +
+                                std::to_string(storage_id_[i]));
+      }
+      for (int64_t d : shapes_[i]) {
+        if (d < 0) Throw("ValueError", "graph JSON: entry " + std::to_string(i) +
+                                           " has a negative dimension");
+      }
+      dtypes_.push_back(ParseDType(dltype[i]));
+    }
+  }
+
+  // One allocation per storage id, sized for its largest user (TVM plans storage the same way
+  // and so may alias entries whose lifetimes do not overlap); each entry is an array viewing
+  // its storage with the entry's own shape and dtype.
+  void PlanStorage() {
+    std::vector<int64_t> bytes;
+    for (size_t i = 0; i < storage_id_.size(); ++i) {
+      size_t sid = static_cast<size_t>(storage_id_[i]);
+      if (sid >= storage_id_.size()) {
+        Throw("ValueError", "graph JSON: storage_id " + std::to_string(sid) +
+                                " exceeds the number of entries");
+      }
+      if (sid >= bytes.size()) bytes.resize(sid + 1, 0);
+      bytes[sid] = std::max(bytes[sid], NumBytes(shapes_[i], dtypes_[i]));
+    }
+    storage_.assign(bytes.size(), nullptr);
+    for (size_t sid = 0; sid < bytes.size(); ++sid) {
+      // float32 words, as TVM allocates; at least one so data is never NULL.
+      int64_t words = std::max<int64_t>(1, (bytes[sid] + 3) / 4);
+      CheckCall(TVMArrayAlloc(&words, 1, kDLFloat, 32, 1, device_.device_type,
+                              device_.device_id, &storage_[sid]));
+    }
+    entries_.assign(storage_id_.size(), nullptr);
+    for (size_t i = 0; i < storage_id_.size(); ++i) {
+      TVMArrayHandle storage = storage_[storage_id_[i]];
+      auto* ctx = new ViewContext();
+      ctx->shape = shapes_[i];
+      if (TVMArrayToDLPack(storage, &ctx->storage_ref) != 0) {
+        delete ctx;
+        throw Error::FromLastError();
+      }
+      DLTensor& t = ctx->managed.dl_tensor;
+      t.data = storage->data;
+      t.device = storage->device;
+      t.ndim = static_cast<int>(ctx->shape.size());
+      t.dtype = dtypes_[i];
+      t.shape = ctx->shape.data();
+      t.strides = nullptr;
+      t.byte_offset = storage->byte_offset;
+      ctx->managed.manager_ctx = ctx;
+      ctx->managed.deleter = ViewDeleter;
+      if (TVMArrayFromDLPack(&ctx->managed, &entries_[i]) != 0) {
+        Error err = Error::FromLastError();
+        ViewDeleter(&ctx->managed);  // On failure the tensor stays ours to release.
+        throw err;
+      }
+    }
+  }
+
+  // Look every kernel up once and pack its arguments once: run() does no lookups, no allocation.
+  void SetupOps() {
+    size_t num_flat = 0;
+    for (const Node& n : nodes_) {
+      if (n.op == "tvm_op" && n.flatten_data) num_flat += n.inputs.size() + n.num_outputs;
+    }
+    // Sized once so the pointers packed below stay valid.
+    flat_tensors_.resize(num_flat);
+    flat_shapes_.resize(num_flat);
+    size_t flat_next = 0;
+    for (uint32_t nid = 0; nid < nodes_.size(); ++nid) {
+      const Node& n = nodes_[nid];
+      if (n.op != "tvm_op" || n.func_name == "__nop") continue;
+      Op op;
+      std::vector<DLTensor*> args;
+      for (const Entry& e : n.inputs) args.push_back(entries_[EntryId(e.node_id, e.index)]);
+      for (uint32_t k = 0; k < n.num_outputs; ++k) args.push_back(entries_[EntryId(nid, k)]);
+      if (n.flatten_data) {
+        for (DLTensor*& t : args) {
+          DLTensor& flat = flat_tensors_[flat_next];
+          flat = *t;
+          flat_shapes_[flat_next] = 1;
+          for (int d = 0; d < t->ndim; ++d) flat_shapes_[flat_next] *= t->shape[d];
+          flat.ndim = 1;
+          flat.shape = &flat_shapes_[flat_next];
+          t = &flat;
+          ++flat_next;
+        }
+      }
+      for (DLTensor* t : args) {
+        TVMValue v;
+        v.v_handle = t;
+        op.values.push_back(v);
+        op.codes.push_back(kTVMDLTensorHandle);
+      }
+      if (n.func_name == "__copy") {
+        if (n.inputs.size() != 1 || n.num_outputs != 1) {
+          Throw("ValueError", "graph JSON: __copy node '" + n.name + "' must map 1 input to 1 "
+                                  "output");
+        }
+      } else {
+        CheckCall(TVMModGetFunction(lib_.get(), n.func_name.c_str(), 1, &op.func));
+        if (op.func == nullptr) {
+          Throw("KeyError", "graph executor: function '" + n.func_name + "' of node '" + n.name +
+                                "' is not in the library module");
+        }
+      }
+      ops_.push_back(std::move(op));
+    }
+  }
+
+  ObjectRef lib_;
+  DLDevice device_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> input_nodes_;
+  std::vector<Entry> outputs_;
+  std::vector<uint32_t> node_row_ptr_;
+  std::vector<int64_t> storage_id_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<DLDataType> dtypes_;
+  std::vector<TVMArrayHandle> storage_;
+  std::vector<TVMArrayHandle> entries_;
+  std::vector<DLTensor> flat_tensors_;
+  std::vector<int64_t> flat_shapes_;
+  std::vector<Op> ops_;
+};
+
+void CheckArity(const char* fn, PackedArgs args, int lo, int hi) {
+  if (args.size < lo || args.size > hi) {
+    std::string want = lo == hi ? std::to_string(lo)
+                                : std::to_string(lo) + " to " + std::to_string(hi);
+    Throw("TypeError", std::string("GraphExecutor.") + fn + ": expected " + want +
+                           " arguments but got " + std::to_string(args.size));
+  }
+}
+
+int64_t IntArg(const char* fn, PackedArgs args, int i) {
+  int c = args.codes[i];
+  if (c != kTVMArgInt && c != kDLUInt && c != kTVMArgBool) {
+    Throw("TypeError", std::string(fn) + ": argument " + std::to_string(i) +
+                           " expected int but got " + TypeCodeName(c));
+  }
+  return args.values[i].v_int64;
+}
+
+// A module arrives as kTVMModuleHandle from TVM-style callers; a binding that only knows
+// generic objects may pass kTVMObjectHandle, which is accepted when the object is a module.
+bool IsModule(int code, void* handle) {
+  if (handle == nullptr) return false;
+  if (code == kTVMModuleHandle) return true;
+  if (code != kTVMObjectHandle) return false;
+  static const unsigned module_index = [] {
+    unsigned t = ~0u;
+    TVMObjectTypeKey2Index("runtime.Module", &t);
+    return t;
+  }();
+  unsigned t = 0;
+  int derived = 0;
+  return TVMObjectGetTypeIndex(handle, &t) == 0 &&
+         TVMObjectDerivedFrom(t, module_index, &derived) == 0 && derived != 0;
+}
+
+// Returns an array with kTVMNDArrayHandle; the return slot takes its own reference.
+void ReturnArray(RetValue* rv, TVMArrayHandle a) {
+  TVMValue v;
+  v.v_handle = a;
+  rv->SetRaw(v, kTVMNDArrayHandle);
+}
+
+Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
+  Function set_input = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("set_input", args, 2, 2);
+    ex->SetInput(ex->ResolveInput("set_input", args[0]), args[1]);
+    rv->Set(nullptr);
+  });
+  Function run = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("run", args, 0, 0);
+    ex->Run();
+    rv->Set(nullptr);
+  });
+  Function get_output = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_output", args, 1, 2);
+    int64_t index = IntArg("get_output", args, 0);
+    if (args.size == 2) {
+      ex->CopyOutputTo(index, args[1]);
+      rv->Set(nullptr);
+      return;
+    }
+    TVMArrayHandle out = ex->CopyOutput(index);
+    // The return slot takes its own reference; ours is dropped whether or not that worked.
+    try {
+      ReturnArray(rv, out);
+    } catch (...) {
+      TVMArrayFree(out);
+      throw;
+    }
+    TVMArrayFree(out);
+  });
+  Function get_input = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_input", args, 1, 1);
+    ReturnArray(rv, ex->Input(ex->ResolveInput("get_input", args[0])));
+  });
+  Function get_num_outputs = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_num_outputs", args, 0, 0);
+    rv->Set(ex->num_outputs());
+  });
+  Function get_num_inputs = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_num_inputs", args, 0, 0);
+    rv->Set(ex->num_inputs());
+  });
+  Function get_input_index = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_input_index", args, 1, 1);
+    rv->Set(ex->InputIndex(args[0].as<std::string>()));
+  });
+  Function load_params = MakePacked([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("load_params", args, 1, 1);
+    if (args.codes[0] != kTVMBytes) {
+      Throw("TypeError", std::string("load_params: expected bytes but got ") +
+                             TypeCodeName(args.codes[0]));
+    }
+    auto* b = static_cast<TVMByteArray*>(args.values[0].v_handle);
+    ex->LoadParams(b->data, b->size);
+    rv->Set(nullptr);
+  });
+  Function make = Function::GetGlobalRequired("runtime.ModuleFromFunctions");
+  return make("GraphExecutor", "set_input", set_input, "run", run, "get_output", get_output,
+              "get_input", get_input, "get_num_outputs", get_num_outputs, "get_num_inputs",
+              get_num_inputs, "get_input_index", get_input_index, "load_params", load_params);
+}
+
+// Spelled out rather than POLYFFI_REGISTER_GLOBAL, whose expansion `*new Registerer(name)
+// .set_body_packed(...)` does not parse (a new-expression cannot be followed by `.`).
+[[maybe_unused]] Registerer& graph_executor_create_registration =
+    (*new Registerer("tvm.graph_executor.create")).set_body_packed([](PackedArgs args, RetValue* rv) {
+      // TVM passes (graph_json, lib, dev_type, dev_id[, dev_type, dev_id ...]).
+      if (args.size < 4 || args.size % 2 != 0) {
+        Throw("TypeError", "tvm.graph_executor.create(graph_json, lib, dev_type, dev_id): "
+                           "expected 4 arguments (or more device pairs) but got " +
+                               std::to_string(args.size));
+      }
+      std::string graph_json;
+      try {
+        graph_json = args[0].as<std::string>();
+      } catch (const Error&) {
+        Throw("TypeError", std::string("tvm.graph_executor.create: argument 0 (graph_json) "
+                                       "expected str but got ") + TypeCodeName(args.codes[0]));
+      }
+      if (!IsModule(args.codes[1], args.values[1].v_handle)) {
+        Throw("TypeError", std::string("tvm.graph_executor.create: argument 1 (lib) expected "
+                                       "Module but got ") + TypeCodeName(args.codes[1]));
+      }
+      DLDevice dev{kDLCPU, 0};
+      for (int i = 2; i < args.size; i += 2) {
+        int64_t type = IntArg("tvm.graph_executor.create", args, i);
+        int64_t id = IntArg("tvm.graph_executor.create", args, i + 1);
+        if (type != kDLCPU) {
+          Throw("ValueError", "tvm.graph_executor.create: only CPU (device type 1) is supported, "
+                              "got device type " + std::to_string(type));
+        }
+        if (i == 2) dev.device_id = static_cast<int32_t>(id);
+      }
+      auto ex = std::make_shared<GraphExecutor>(graph_json, args.values[1].v_handle, dev);
+      rv->Set(MakeExecutorModule(std::move(ex)));
+    });
+
+}  // namespace
+}  // namespace polyffi_hpp
