@@ -53,7 +53,7 @@ class NDArray(_core.NDArrayBase):
             self._copy_from_array(source)
             return self
         np = _numpy()
-        arr = np.ascontiguousarray(source, dtype=_numpy_dtype(self.dtype))
+        arr = np.asarray(source, dtype=_numpy_dtype(self.dtype), order="C")
         if arr.shape != self.shape:
             raise ValueError(
                 f"copyfrom: shape mismatch, array is {self.shape} but source is {arr.shape}")
@@ -92,7 +92,7 @@ def array(obj: Any, device: Optional[Device] = None) -> NDArray:
     np = _numpy()
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
         obj = np.from_dlpack(obj)
-    arr = np.ascontiguousarray(obj)
+    arr = np.asarray(obj, order="C")
     dtype = "bool" if arr.dtype == np.bool_ else str(arr.dtype)
     out = empty(arr.shape, dtype, device)
     out._copy_from_buffer(arr)

@@ -146,6 +146,8 @@ PyObject* RaiseLastError(int ret);
 // Records the current Python exception as the thread's last error ("Kind: message") and stashes
 // the exception object so that it can be re-raised as is. Clears the Python error.
 void SetLastErrorFromPython();
+// Drops this thread's stashed exception (it keeps the callback's frames alive until then).
+void ClearErrorStash();
 extern PyObject* g_ffi_error_class;  // polyffi.FFIError
 extern PyObject* g_error_factory;  // polyffi.errors._error_from_text
 

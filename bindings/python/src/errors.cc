@@ -119,4 +119,12 @@ void SetLastErrorFromPython() {
   Py_XDECREF(tb);
 }
 
+void ClearErrorStash() {
+  PyObject* dict = PyThreadState_GetDict();
+  if (dict != nullptr && PyDict_GetItemString(dict, kStashKey) != nullptr) {
+    PyDict_DelItemString(dict, kStashKey);
+  }
+  PyErr_Clear();
+}
+
 }  // namespace polyffi_py

@@ -236,6 +236,11 @@ static PyObject* ClearClassCachePy(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+static PyObject* ClearErrorStashPy(PyObject*, PyObject*) {
+  ClearErrorStash();
+  Py_RETURN_NONE;
+}
+
 static PyObject* LastError(PyObject*, PyObject*) { return PyUnicode_FromString(TVMGetLastError()); }
 
 PyMethodDef kCoreMethods[] = {
@@ -256,6 +261,8 @@ PyMethodDef kCoreMethods[] = {
     {"nd_from_dlpack", NDFromDLPack, METH_O, "Wrap a DLPack producer or capsule, zero-copy."},
     {"api_version", ApiVersion, METH_NOARGS, "(major, minor, patch) of the loaded libpolyffi."},
     {"last_error", LastError, METH_NOARGS, "This thread's last runtime error text."},
+    {"clear_error_stash", ClearErrorStashPy, METH_NOARGS,
+     "Forget the exception kept for re-raising on this thread."},
     {"_set_hooks", SetHooks, METH_VARARGS, nullptr},
     {"_clear_class_cache", ClearClassCachePy, METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr}};

@@ -413,8 +413,23 @@ PyObject* CallbackArgToPython(TVMValue value, int code) {
 int ParseDataType(const char* s, DLDataType* out) {
   DLDataType t{kDLInt, 32, 1};
   const char* p = s;
-  if (std::strcmp(s, "bool") == 0) {
-    *out = DLDataType{kDLUInt, 1, 1};
+  if (std::strncmp(s, "bool", 4) == 0) {
+    // polyffi reads "bool" as DLPack's kDLBool (6, 8 bits), like numpy and torch do.
+    p = s + 4;
+    t = DLDataType{6, 8, 1};
+    if (*p == 'x') {
+      char* end = nullptr;
+      long lanes = std::strtol(p + 1, &end, 10);
+      if (end == p + 1 || *end != '\0' || lanes <= 0 || lanes > 65535) {
+        PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
+        return -1;
+      }
+      t.lanes = static_cast<uint16_t>(lanes);
+    } else if (*p != '\0') {
+      PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
+      return -1;
+    }
+    *out = t;
     return 0;
   }
   if (std::strcmp(s, "handle") == 0) {
