@@ -523,6 +523,10 @@ void CaseRun::RunStep(const json& step) {
     } else {
       modules_.push_back(m);  // kept until the case ends, like a binding's loaded module
     }
+  } else if (step.contains("import")) {
+    ValuePtr m = ResolveModule(step["import"].at("module"));
+    ValuePtr dep = ResolveModule(step["import"].at("dep"));
+    CheckCall(TVMModImport(m->raw().v_handle, dep->raw().v_handle));
   } else if (step.contains("module_get")) {
     ValuePtr f = ModuleFunction(step["module_get"], false);
     if (step.contains("expect") && (f != nullptr) != step["expect"].get<bool>()) {
