@@ -42,7 +42,7 @@ Body Typed(F f, std::string name) {
   return polyffi::detail::FnTraits<std::decay_t<F>>::Wrap(std::move(f), std::move(name));
 }
 
-/*! \brief Registers NAME at load time; a failure is printed once (static initialisers never throw). */
+/*! \brief Registers NAME at load time; failures are printed (static initialisers never throw). */
 class Registrar {
  public:
   Registrar(const char* name, Body body) noexcept;
