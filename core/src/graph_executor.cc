@@ -218,6 +218,20 @@ void ViewDeleter(DLManagedTensor* self) {
   delete ctx;
 }
 
+// Owned runtime handles, released by the destructor. Held as members so that they are released
+// also when the executor's constructor throws halfway (an op missing from the library, ...).
+template <typename H, int (*Free)(H)>
+class OwnedHandles {
+ public:
+  OwnedHandles() = default;
+  OwnedHandles(const OwnedHandles&) = delete;
+  OwnedHandles& operator=(const OwnedHandles&) = delete;
+  ~OwnedHandles() {
+    for (H h : items) Free(h);
+  }
+  std::vector<H> items;
+};
+
 class GraphExecutor {
  public:
   GraphExecutor(const std::string& graph_json, void* lib, DLDevice device)
@@ -225,12 +239,6 @@ class GraphExecutor {
     Parse(graph_json);
     PlanStorage();
     SetupOps();
-  }
-
-  ~GraphExecutor() {
-    for (Op& op : ops_) TVMFuncFree(op.func);
-    for (TVMArrayHandle a : entries_) TVMArrayFree(a);
-    for (TVMArrayHandle a : storage_) TVMArrayFree(a);
   }
 
   GraphExecutor(const GraphExecutor&) = delete;
@@ -272,12 +280,12 @@ class GraphExecutor {
   void SetInput(int index, ArgValue array) {
     const Node& node = nodes_[input_nodes_[index]];
     DLTensor* src = TensorArg("set_input", array);
-    TVMArrayHandle dst = entries_[EntryId(input_nodes_[index], 0)];
+    TVMArrayHandle dst = EntryArray(input_nodes_[index], 0);
     CheckMatch("set_input: input '" + node.name + "'", dst, src);
     CheckCall(TVMArrayCopyFromTo(src, dst, nullptr));
   }
 
-  TVMArrayHandle Input(int index) const { return entries_[EntryId(input_nodes_[index], 0)]; }
+  TVMArrayHandle Input(int index) const { return EntryArray(input_nodes_[index], 0); }
 
   TVMArrayHandle Output(int64_t index) const {
     if (index < 0 || index >= num_outputs()) {
@@ -285,7 +293,7 @@ class GraphExecutor {
                               " out of range [0, " + std::to_string(num_outputs()) + ")");
     }
     const Entry& e = outputs_[index];
-    return entries_[EntryId(e.node_id, e.index)];
+    return EntryArray(e.node_id, e.index);
   }
 
   // A new array holding a copy of output index; owned by the caller.
@@ -422,6 +430,9 @@ class GraphExecutor {
   };
 
   uint32_t EntryId(uint32_t nid, uint32_t index) const { return node_row_ptr_[nid] + index; }
+  TVMArrayHandle EntryArray(uint32_t nid, uint32_t index) const {
+    return entries_.items[EntryId(nid, index)];
+  }
 
   static DLTensor* TensorArg(const char* fn, ArgValue a) {
     if (a.type_code() != kTVMNDArrayHandle && a.type_code() != kTVMDLTensorHandle) {
@@ -599,16 +610,16 @@ class GraphExecutor {
       if (sid >= bytes.size()) bytes.resize(sid + 1, 0);
       bytes[sid] = std::max(bytes[sid], NumBytes(shapes_[i], dtypes_[i]));
     }
-    storage_.assign(bytes.size(), nullptr);
+    storage_.items.assign(bytes.size(), nullptr);
     for (size_t sid = 0; sid < bytes.size(); ++sid) {
       // float32 words, as TVM allocates; at least one so data is never NULL.
       int64_t words = std::max<int64_t>(1, (bytes[sid] + 3) / 4);
       CheckCall(TVMArrayAlloc(&words, 1, kDLFloat, 32, 1, device_.device_type,
-                              device_.device_id, &storage_[sid]));
+                              device_.device_id, &storage_.items[sid]));
     }
-    entries_.assign(storage_id_.size(), nullptr);
+    entries_.items.assign(storage_id_.size(), nullptr);
     for (size_t i = 0; i < storage_id_.size(); ++i) {
-      TVMArrayHandle storage = storage_[storage_id_[i]];
+      TVMArrayHandle storage = storage_.items[storage_id_[i]];
       auto* ctx = new ViewContext();
       ctx->shape = shapes_[i];
       if (TVMArrayToDLPack(storage, &ctx->storage_ref) != 0) {
@@ -625,7 +636,7 @@ class GraphExecutor {
       t.byte_offset = storage->byte_offset;
       ctx->managed.manager_ctx = ctx;
       ctx->managed.deleter = ViewDeleter;
-      if (TVMArrayFromDLPack(&ctx->managed, &entries_[i]) != 0) {
+      if (TVMArrayFromDLPack(&ctx->managed, &entries_.items[i]) != 0) {
         Error err = Error::FromLastError();
         ViewDeleter(&ctx->managed);  // On failure the tensor stays ours to release.
         throw err;
@@ -648,8 +659,8 @@ class GraphExecutor {
       if (n.op != "tvm_op" || n.func_name == "__nop") continue;
       Op op;
       std::vector<DLTensor*> args;
-      for (const Entry& e : n.inputs) args.push_back(entries_[EntryId(e.node_id, e.index)]);
-      for (uint32_t k = 0; k < n.num_outputs; ++k) args.push_back(entries_[EntryId(nid, k)]);
+      for (const Entry& e : n.inputs) args.push_back(EntryArray(e.node_id, e.index));
+      for (uint32_t k = 0; k < n.num_outputs; ++k) args.push_back(EntryArray(nid, k));
       if (n.flatten_data) {
         for (DLTensor*& t : args) {
           DLTensor& flat = flat_tensors_[flat_next];
@@ -675,6 +686,7 @@ class GraphExecutor {
         }
       } else {
         CheckCall(TVMModGetFunction(lib_.get(), n.func_name.c_str(), 1, &op.func));
+        if (op.func != nullptr) functions_.items.push_back(op.func);
         if (op.func == nullptr) {
           Throw("KeyError", "graph executor: function '" + n.func_name + "' of node '" + n.name +
                                 "' is not in the library module");
@@ -693,8 +705,9 @@ class GraphExecutor {
   std::vector<int64_t> storage_id_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<DLDataType> dtypes_;
-  std::vector<TVMArrayHandle> storage_;
-  std::vector<TVMArrayHandle> entries_;
+  OwnedHandles<TVMArrayHandle, TVMArrayFree> storage_;
+  OwnedHandles<TVMArrayHandle, TVMArrayFree> entries_;
+  OwnedHandles<TVMFunctionHandle, TVMFuncFree> functions_;  // the kernels of ops_
   std::vector<DLTensor> flat_tensors_;
   std::vector<int64_t> flat_shapes_;
   std::vector<Op> ops_;
@@ -803,40 +816,43 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
               get_num_inputs, "get_input_index", get_input_index, "load_params", load_params);
 }
 
+// tvm.graph_executor.create(graph_json, lib, dev_type, dev_id) -> Module
+void Create(PackedArgs args, RetValue* rv) {
+  // TVM passes (graph_json, lib, dev_type, dev_id[, dev_type, dev_id ...]).
+  if (args.size < 4 || args.size % 2 != 0) {
+    Throw("TypeError", "tvm.graph_executor.create(graph_json, lib, dev_type, dev_id): "
+                       "expected 4 arguments (or more device pairs) but got " +
+                           std::to_string(args.size));
+  }
+  std::string graph_json;
+  try {
+    graph_json = args[0].as<std::string>();
+  } catch (const Error&) {
+    Throw("TypeError", std::string("tvm.graph_executor.create: argument 0 (graph_json) "
+                                   "expected str but got ") + TypeCodeName(args.codes[0]));
+  }
+  if (!IsModule(args.codes[1], args.values[1].v_handle)) {
+    Throw("TypeError", std::string("tvm.graph_executor.create: argument 1 (lib) expected "
+                                   "Module but got ") + TypeCodeName(args.codes[1]));
+  }
+  DLDevice dev{kDLCPU, 0};
+  for (int i = 2; i < args.size; i += 2) {
+    int64_t type = IntArg("tvm.graph_executor.create", args, i);
+    int64_t id = IntArg("tvm.graph_executor.create", args, i + 1);
+    if (type != kDLCPU) {
+      Throw("ValueError", "tvm.graph_executor.create: only CPU (device type 1) is supported, "
+                          "got device type " + std::to_string(type));
+    }
+    if (i == 2) dev.device_id = static_cast<int32_t>(id);
+  }
+  auto ex = std::make_shared<GraphExecutor>(graph_json, args.values[1].v_handle, dev);
+  rv->Set(MakeExecutorModule(std::move(ex)));
+}
+
 // Spelled out rather than POLYFFI_REGISTER_GLOBAL, whose expansion `*new Registerer(name)
 // .set_body_packed(...)` does not parse (a new-expression cannot be followed by `.`).
-[[maybe_unused]] Registerer& graph_executor_create_registration =
-    (*new Registerer("tvm.graph_executor.create")).set_body_packed([](PackedArgs args, RetValue* rv) {
-      // TVM passes (graph_json, lib, dev_type, dev_id[, dev_type, dev_id ...]).
-      if (args.size < 4 || args.size % 2 != 0) {
-        Throw("TypeError", "tvm.graph_executor.create(graph_json, lib, dev_type, dev_id): "
-                           "expected 4 arguments (or more device pairs) but got " +
-                               std::to_string(args.size));
-      }
-      std::string graph_json;
-      try {
-        graph_json = args[0].as<std::string>();
-      } catch (const Error&) {
-        Throw("TypeError", std::string("tvm.graph_executor.create: argument 0 (graph_json) "
-                                       "expected str but got ") + TypeCodeName(args.codes[0]));
-      }
-      if (!IsModule(args.codes[1], args.values[1].v_handle)) {
-        Throw("TypeError", std::string("tvm.graph_executor.create: argument 1 (lib) expected "
-                                       "Module but got ") + TypeCodeName(args.codes[1]));
-      }
-      DLDevice dev{kDLCPU, 0};
-      for (int i = 2; i < args.size; i += 2) {
-        int64_t type = IntArg("tvm.graph_executor.create", args, i);
-        int64_t id = IntArg("tvm.graph_executor.create", args, i + 1);
-        if (type != kDLCPU) {
-          Throw("ValueError", "tvm.graph_executor.create: only CPU (device type 1) is supported, "
-                              "got device type " + std::to_string(type));
-        }
-        if (i == 2) dev.device_id = static_cast<int32_t>(id);
-      }
-      auto ex = std::make_shared<GraphExecutor>(graph_json, args.values[1].v_handle, dev);
-      rv->Set(MakeExecutorModule(std::move(ex)));
-    });
+[[maybe_unused]] Registerer& create_registration =
+    (*new Registerer("tvm.graph_executor.create")).set_body_packed(Create);
 
 }  // namespace
 }  // namespace polyffi_hpp
