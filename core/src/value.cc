@@ -85,7 +85,10 @@ DLDataType ParseDataType(const std::string& s) {
 }
 
 std::string DataTypeString(DLDataType t) {
-  if (t.code == 6 && t.bits == 8 && t.lanes == 1) return "bool";
+  // kDLBool (DLPack >= 0.8) and classic TVM's uint1 both print as "bool".
+  if (t.lanes == 1 && ((t.code == 6 && t.bits == 8) || (t.code == kDLUInt && t.bits == 1))) {
+    return "bool";
+  }
   if (t.code == kDLOpaqueHandle) return "handle";
   const char* base = t.code == kDLInt     ? "int"
                      : t.code == kDLUInt  ? "uint"

@@ -57,8 +57,15 @@ class Error : public std::runtime_error {
   std::string kind_;
 };
 
-/*! \brief Throw polyffi::Error from the last error when rc != 0. */
+/*!
+ * \brief A call returned -2: the host language already has an error pending. A C++ body that
+ *  lets it propagate makes its own caller see -2 as well.
+ */
+struct HostErrorPending {};
+
+/*! \brief Throw from the last error when rc != 0 (HostErrorPending for -2). */
 inline void CheckCall(int rc) {
+  if (rc == -2) throw HostErrorPending();
   if (rc != 0) throw Error::FromLastError();
 }
 
@@ -574,6 +581,8 @@ int GuardedCall(F&& body) {
   try {
     body();
     return 0;
+  } catch (const HostErrorPending&) {
+    return -2;
   } catch (const Error& e) {
     TVMAPISetLastError(e.full().c_str());
   } catch (const std::bad_alloc&) {
@@ -619,7 +628,7 @@ void InvokeTyped(const F& f, const std::string& name, PackedArgs args, RetValue*
        << " but got " << args.size;
     throw Error("TypeError", os.str());
   }
-  auto check = [&](int i, bool ok, const char* want) {
+  [[maybe_unused]] auto check = [&](int i, bool ok, const char* want) {
     if (!ok) {
       std::ostringstream os;
       os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want
