@@ -56,6 +56,7 @@ def load_nanobind():
                         f"-DPython_EXECUTABLE={sys.executable}"],
                        check=True, capture_output=True)
         subprocess.run(["cmake", "--build", str(build), "-j2"], check=True, capture_output=True)
+        importlib.invalidate_caches()  # the directory did not exist at the first attempt
         return importlib.import_module("nb_bench")
     except (OSError, subprocess.CalledProcessError, ImportError) as e:
         print(f"# nanobind peer unavailable: {e}", file=sys.stderr)
