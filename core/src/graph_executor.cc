@@ -107,14 +107,16 @@ bool SameDType(DLDataType a, DLDataType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
 
-int64_t NumElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
+// Byte size of a dense array; shapes come from untrusted JSON and blobs, so overflow is an error.
 int64_t NumBytes(const std::vector<int64_t>& shape, DLDataType t) {
-  return (NumElements(shape) * t.bits * t.lanes + 7) / 8;
+  int64_t bits = static_cast<int64_t>(t.bits) * t.lanes;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(bits, d, &bits)) {
+      Throw("ValueError", "array shape " + ShapeStr(shape.data(), static_cast<int>(shape.size())) +
+                              " is negative or too large");
+    }
+  }
+  return bits / 8 + (bits % 8 != 0);
 }
 
 // TVM writes node attrs as strings ("1"); hand-written graphs often use numbers. Accept both.
@@ -183,7 +185,6 @@ class Reader {
     pos_ += n;
     return p;
   }
-  size_t pos() const { return pos_; }
   size_t remaining() const { return size_ - pos_; }
 
  private:

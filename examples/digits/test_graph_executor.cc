@@ -659,4 +659,20 @@ TEST_F(RunningExecutor, ParamsWithInconsistentByteSize) {
             "needs 16");
 }
 
+TEST_F(RunningExecutor, ParamsWithOverflowingShape) {
+  std::string blob = SaveParams({{"c", {4}, {1, 2, 3, 4}}});
+  // The single int64 dimension sits before the byte size and the 16 data bytes.
+  int64_t huge = int64_t{1} << 61;
+  std::memcpy(&blob[blob.size() - 16 - 8 - 8], &huge, 8);
+  EXPECT_EQ(ErrorOf([&] { ex_.LoadParams(blob); }),
+            "ValueError: array shape [2305843009213693952] is negative or too large");
+}
+
+TEST(GraphExecutorErrors, OverflowingGraphShape) {
+  Json g = SmallGraph();
+  g["attrs"]["shape"][1][1] = {int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_EQ(CreateError(g.dump()),
+            "ValueError: array shape [1099511627776, 1099511627776] is negative or too large");
+}
+
 }  // namespace
