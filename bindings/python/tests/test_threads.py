@@ -133,3 +133,24 @@ def test_function_handle_survives_python_wrapper(testing):
     del f
     gc.collect()
     assert ref() is None
+
+
+def test_interpreter_shutdown_with_live_callbacks(lib_dir):
+    """Callbacks still held by the runtime (registry, a wrapper, a native thread) at exit."""
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import polyffi
+        polyffi.load_module({str(lib_dir / "libpolyffi_testing.so")!r})
+        polyffi.register_func("shutdown.cb", lambda x: x)
+        t = polyffi.init_api("testing")
+        keep = t.wrap_callback(lambda: 1)
+        t.release_on_thread(polyffi.convert(lambda: 2))
+        print("exiting")
+    """)
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "exiting"
