@@ -1,6 +1,5 @@
 #include "case_runner.h"
 
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -143,6 +142,9 @@ std::string NDArrayBytes(const json& nd) {
   return out;
 }
 
+/*! \brief JSON text that tolerates invalid UTF-8 (bytes-like strings in messages). */
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 std::string Describe(const Value& v) {
   std::ostringstream os;
   os << TypeCodeName(v.code());
@@ -154,7 +156,7 @@ std::string Describe(const Value& v) {
       os << " " << v.raw().v_float64 << " (bits 0x" << std::hex << Bits(v.raw().v_float64) << ")";
       break;
     case kTVMStr:
-      os << " " << json(v.text()).dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200);
+      os << " " << Dump(json(v.text())).substr(0, 200);
       break;
     case kTVMBytes: os << " 0x" << HexEncode(v.text()).substr(0, 200); break;
     case kDLDevice:
@@ -298,9 +300,8 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
   const json& body = expect.begin().value();
   const Globals& g = Globals::Get();
   auto fail = [&](const std::string& why) {
-    throw Failure(path + ": expected " + expect.dump(-1, ' ', false,
-                                                     json::error_handler_t::replace).substr(0, 300) +
-                  " but got " + Describe(*actual) + (why.empty() ? "" : " (" + why + ")"));
+    throw Failure(path + ": expected " + Dump(expect).substr(0, 300) + " but got " +
+                  Describe(*actual) + (why.empty() ? "" : " (" + why + ")"));
   };
   auto need_code = [&](int code) {
     if (actual->code() != code) fail(std::string("type code ") + std::to_string(actual->code()) +

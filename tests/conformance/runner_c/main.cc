@@ -150,8 +150,9 @@ int Main(int argc, char** argv) {
         std::string id = c.at("id").get<std::string>();
         if (!suite.case_ids.insert(id).second) throw std::runtime_error("duplicate id " + id);
         ++serial;
+        auto factory = [c, serial]() -> ::testing::Test* { return new CaseTest(c, serial); };
         ::testing::RegisterTest("conformance", id.c_str(), nullptr, nullptr, file.c_str(), 0,
-                                [c, serial]() -> ::testing::Test* { return new CaseTest(c, serial); });
+                                factory);
       }
     }
     ::testing::RegisterTest("conformance_final", "capabilities_known", nullptr, nullptr,
