@@ -1,0 +1,71 @@
+"""Classify the held-out digits from Python through polyffi's graph executor.
+
+Same model, kernels and executor as demo.c; checks every prediction against the training
+script's and prints accuracy and per-inference latency.
+usage: python demo.py [MODEL_DIR] [MODEL_LIB]
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import polyffi
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def load_executor(model_dir, lib, graph_name):
+    with open(os.path.join(model_dir, graph_name)) as f:
+        graph = f.read()
+    create = polyffi.get_global_func("tvm.graph_executor.create")
+    gmod = create(graph, lib, polyffi.cpu().device_type, 0)
+    with open(os.path.join(model_dir, "params.bin"), "rb") as f:
+        gmod["load_params"](bytearray(f.read()))
+    return gmod
+
+
+def main():
+    model_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "model")
+    lib_path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build", "lib",
+                                                                  "libdigits_model.so")
+    lib = polyffi.load_module(lib_path)
+    x = np.fromfile(os.path.join(model_dir, "test_x.bin"), dtype="<f4").reshape(-1, 64)
+    y = np.fromfile(os.path.join(model_dir, "test_y.bin"), dtype="<i4")
+    with open(os.path.join(model_dir, "expected.json")) as f:
+        expected = json.load(f)
+
+    batch = load_executor(model_dir, lib, "graph.json")
+    batch["set_input"]("data", x)  # numpy passes zero-copy; the executor copies into its storage
+    batch["run"]()
+    probs = batch["get_output"](0).numpy()
+    pred = probs.argmax(axis=1)
+    agree = int((pred == np.asarray(expected["predictions"])).sum())
+    correct = int((pred == y).sum())
+
+    single = load_executor(model_dir, lib, "graph_b1.json")
+    set_input, run, get_output = single["set_input"], single["run"], single["get_output"]
+    out = polyffi.nd.empty((1, 10), "float32")
+    times = []
+    for _ in range(3):
+        for i in range(len(x)):
+            t0 = time.perf_counter_ns()
+            set_input(0, x[i:i + 1])
+            run()
+            get_output(0, out)
+            times.append(time.perf_counter_ns() - t0)
+    times.sort()
+
+    print(f"held-out samples:        {len(x)}")
+    print(f"accuracy:                {correct / len(x):.4f} ({correct}/{len(x)} correct)")
+    print(f"agreement with train.py: {agree}/{len(x)}")
+    print(f"batch-1 latency:         median {times[len(times) // 2] / 1000:.2f} us "
+          f"(set_input+run+get_output from Python, {len(times)} inferences)")
+    if agree != len(x):
+        sys.exit("predictions differ from the training script")
+
+
+if __name__ == "__main__":
+    main()
