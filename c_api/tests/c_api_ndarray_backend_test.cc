@@ -575,6 +575,11 @@ TEST(Workspace, AllocWriteFree) {
   }
 }
 
+TEST(Workspace, FreeNullIsNoOp) {
+  // ABI.md section 4: a NULL handle passed to any *Free is allowed and does nothing.
+  EXPECT_EQ(TVMBackendFreeWorkspace(kDLCPU, 0, nullptr), 0) << LastError();
+}
+
 TEST(Workspace, NestedAllocationsAreDistinct) {
   void* a = TVMBackendAllocWorkspace(kDLCPU, 0, 256, kDLFloat, 32);
   void* b = TVMBackendAllocWorkspace(kDLCPU, 0, 256, kDLFloat, 32);
