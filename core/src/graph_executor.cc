@@ -14,13 +14,9 @@
 // handed out. An executor is not thread-safe, as in TVM: one caller at a time.
 #include <polyffi/c_runtime_api.h>
 
-// polyffi.hpp is the client-side C++ layer. Compiled into libpolyffi as is, its classes
-// (polyffi::Error, polyffi::RetValue, ...) would share mangled names, and so inline functions
-// and typeinfo, with the core's own classes of the same names: an ODR violation that crashed
-// (the core's Error::full() ran on the header's Error). Here it lives in its own namespace.
-#define polyffi polyffi_hpp
+// Written against the public C ABI and its C++ layer only (polyffi.hpp keeps its classes in
+// the inline namespace polyffi::cxx, so they never collide with the core's of the same names).
 #include <polyffi/polyffi.hpp>
-#undef polyffi
 
 #include <nlohmann/json.hpp>
 
@@ -33,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-namespace polyffi_hpp {
+namespace polyffi {
 namespace {
 
 using Json = nlohmann::json;
@@ -850,10 +846,7 @@ void Create(PackedArgs args, RetValue* rv) {
   rv->Set(MakeExecutorModule(std::move(ex)));
 }
 
-// Spelled out rather than POLYFFI_REGISTER_GLOBAL, whose expansion `*new Registerer(name)
-// .set_body_packed(...)` does not parse (a new-expression cannot be followed by `.`).
-[[maybe_unused]] Registerer& create_registration =
-    (*new Registerer("tvm.graph_executor.create")).set_body_packed(Create);
+POLYFFI_REGISTER_GLOBAL("tvm.graph_executor.create").set_body_packed(Create);
 
 }  // namespace
-}  // namespace polyffi_hpp
+}  // namespace polyffi

@@ -23,6 +23,10 @@
 #include <vector>
 
 namespace polyffi {
+// An inline namespace of its own: the same names (polyffi::Error, polyffi::RetValue) stay usable,
+// but the symbols never collide with the core's internal classes of those names, which matters
+// where this header is compiled into libpolyffi itself (the graph executor).
+inline namespace cxx {
 
 // ---- Errors ------------------------------------------------------------------------------------
 
@@ -725,6 +729,7 @@ class Registerer {
   [[maybe_unused]] static ::polyffi::Registerer POLYFFI_STR_CONCAT(polyffi_reg_, __COUNTER__) = \
       ::polyffi::Registerer(name)
 
+}  // namespace cxx
 }  // namespace polyffi
 
 #endif  // POLYFFI_POLYFFI_HPP_
