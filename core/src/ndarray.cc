@@ -41,7 +41,7 @@ void CheckDataType(DLDataType t) {
                 (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64);
   bool float_ok = t.code == kDLFloat && (t.bits == 16 || t.bits == 32 || t.bits == 64);
   bool other_ok = (t.code == kDLUInt && t.bits == 1) || (t.code == kDLBfloat && t.bits == 16) ||
-                  (t.code == 6 /* kDLBool */ && t.bits == 8) ||
+                  (t.code == kDLBool && t.bits == 8) ||
                   (t.code == kDLOpaqueHandle && t.bits == 64);
   bool ok = t.lanes >= 1 && (int_ok || float_ok || other_ok);
   if (!ok) {

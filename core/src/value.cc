@@ -53,7 +53,7 @@ int ObjectTypeCode(const Object* obj) {
 
 DLDataType ParseDataType(const std::string& s) {
   DLDataType t{kDLFloat, 32, 1};
-  if (s == "bool") return DLDataType{6 /* kDLBool */, 8, 1};
+  if (s == "bool") return DLDataType{kDLBool, 8, 1};
   if (s == "handle") return DLDataType{kDLOpaqueHandle, 64, 1};
   const char* p = s.c_str();
   auto take = [&](const char* prefix, uint8_t code) {
@@ -86,7 +86,7 @@ DLDataType ParseDataType(const std::string& s) {
 
 std::string DataTypeString(DLDataType t) {
   // kDLBool (DLPack >= 0.8) and classic TVM's uint1 both print as "bool".
-  if (t.lanes == 1 && ((t.code == 6 && t.bits == 8) || (t.code == kDLUInt && t.bits == 1))) {
+  if (t.lanes == 1 && ((t.code == kDLBool && t.bits == 8) || (t.code == kDLUInt && t.bits == 1))) {
     return "bool";
   }
   if (t.code == kDLOpaqueHandle) return "handle";

@@ -7,25 +7,14 @@
 #include <Python.h>
 #include <dlpack/dlpack.h>
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dlpack_compat.h>
 
 #include <cstdint>
 
 namespace polyffi_py {
 
-// ---- DLPack >= 1.0 types (the system dlpack.h may be 0.6) -------------------------------------
-// Layout follows the DLPack 1.0 specification; only used to accept versioned capsules.
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDLFlagBitmaskReadOnly = 1ULL << 0;
+// DLPack >= 1.0 types (DLManagedTensorVersioned, DLPackVersion) come from dlpack_compat.h.
+constexpr uint64_t kDLFlagBitmaskReadOnly = DLPACK_FLAG_BITMASK_READ_ONLY;
 
 // ---- Handle-carrying objects (function.cc) -----------------------------------------------------
 // Every object that owns a libpolyffi handle shares this layout; `code` says which type code it

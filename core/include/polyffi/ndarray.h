@@ -2,7 +2,7 @@
 #ifndef POLYFFI_CORE_NDARRAY_H_
 #define POLYFFI_CORE_NDARRAY_H_
 
-#include <dlpack/dlpack.h>
+#include <polyffi/dlpack_compat.h>
 
 #include <cstddef>
 #include <vector>

@@ -4,6 +4,7 @@
 #define POLYFFI_CORE_VALUE_H_
 
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dlpack_compat.h>
 
 #include <string>
 
