@@ -53,7 +53,7 @@ TVMFunctionHandle MakeConst(int64_t value, std::atomic<int>* finalized) {
 // ---- Registry ---------------------------------------------------------------------------------
 
 TEST(ThreadsRegistry, RegisterLookupCallRemoveAtOnce) {
-  constexpr int kRounds = 60;
+  constexpr int kRounds = 200;
   std::atomic<int> created{0};
   std::atomic<int> finalized{0};
   const std::string shared = "abitests.threads.shared";
@@ -184,7 +184,7 @@ TEST(ThreadsFinalizer, RunsOnceWhenRegistryRemovalOnAnotherThreadDropsIt) {
 }
 
 TEST(ThreadsFinalizer, ManyThreadsDroppingSharedReferencesFinalizeOnce) {
-  for (int round = 0; round < 20; ++round) {
+  for (int round = 0; round < 50; ++round) {
     FinalizeRecord rec;
     TVMFunctionHandle f = nullptr;
     ASSERT_EQ(TVMFuncCreateFromCFunc(NopCallback, &rec, RecordFinalizer, &f), 0);

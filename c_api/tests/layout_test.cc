@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <polyffi/c_backend_api.h>
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dlpack_compat.h>
 
 #include <cstddef>
 #include <type_traits>
@@ -27,6 +28,19 @@ TEST(Layout, StructOffsets) {
 #define POLYFFI_EXPECT_OFFSET(type, member, offset) \
   EXPECT_EQ(offsetof(type, member), offset##u) << #type "." #member;
   POLYFFI_STRUCT_OFFSETS(POLYFFI_EXPECT_OFFSET)
+#undef POLYFFI_EXPECT_OFFSET
+}
+
+TEST(Layout, DLPackCompatDefinitions) {
+#define POLYFFI_EXPECT_CODE(name, value) EXPECT_EQ(static_cast<int>(name), value) << #name;
+#define POLYFFI_EXPECT_SIZE(type, size) EXPECT_EQ(sizeof(type), size##u) << #type;
+#define POLYFFI_EXPECT_OFFSET(type, member, offset) \
+  EXPECT_EQ(offsetof(type, member), offset##u) << #type "." #member;
+  POLYFFI_COMPAT_CODES(POLYFFI_EXPECT_CODE)
+  POLYFFI_COMPAT_SIZES(POLYFFI_EXPECT_SIZE)
+  POLYFFI_COMPAT_OFFSETS(POLYFFI_EXPECT_OFFSET)
+#undef POLYFFI_EXPECT_CODE
+#undef POLYFFI_EXPECT_SIZE
 #undef POLYFFI_EXPECT_OFFSET
 }
 

@@ -68,4 +68,24 @@
   O(DLManagedTensor, manager_ctx, 48)    \
   O(DLManagedTensor, deleter, 56)
 
+/* polyffi/dlpack_compat.h: the DLPack >= 1.0 definitions, as the DLPack specification lays
+ * them out (numpy >= 2 and torch hand these across). */
+#define POLYFFI_COMPAT_CODES(X)            \
+  X(kDLBool, 6)                            \
+  X(DLPACK_FLAG_BITMASK_READ_ONLY, 1)      \
+  X(DLPACK_FLAG_BITMASK_IS_COPIED, 2)
+
+#define POLYFFI_COMPAT_SIZES(S)            \
+  S(DLPackVersion, 8)                      \
+  S(DLManagedTensorVersioned, 80)
+
+#define POLYFFI_COMPAT_OFFSETS(O)                      \
+  O(DLPackVersion, major, 0)                           \
+  O(DLPackVersion, minor, 4)                           \
+  O(DLManagedTensorVersioned, version, 0)              \
+  O(DLManagedTensorVersioned, manager_ctx, 8)          \
+  O(DLManagedTensorVersioned, deleter, 16)             \
+  O(DLManagedTensorVersioned, flags, 24)               \
+  O(DLManagedTensorVersioned, dl_tensor, 32)
+
 #endif /* POLYFFI_C_API_TESTS_LAYOUT_EXPECTED_H_ */
