@@ -240,6 +240,46 @@ TEST(NDArrayValue, EchoReturnsTheSameArrayOwned) {
   TVMArrayFree(a);
 }
 
+TEST(NDArrayValue, CbArgToReturnRetainsAnArrayArgument) {
+  TVMArrayHandle a = Alloc({2}, kDLFloat, 32);
+  int64_t before = NDArrayUseCount(a);
+  void* kept = nullptr;
+  int kept_code = -1;
+  TVMFunctionHandle f = MakeFunction([&](TVMValue* args, int* codes, int, TVMRetValueHandle) {
+    TVMValue v = args[0];
+    int code = codes[0];
+    if (TVMCbArgToReturn(&v, &code) != 0) return -1;
+    kept = v.v_handle;
+    kept_code = code;
+    return 0;
+  });
+  ASSERT_EQ(Call(f, {Handle(a, kTVMNDArrayHandle)}).rc, 0) << LastError();
+  EXPECT_EQ(kept, a);
+  EXPECT_EQ(kept_code, kTVMNDArrayHandle);
+  EXPECT_EQ(NDArrayUseCount(a), before + 1);
+  TVMArrayFree(static_cast<TVMArrayHandle>(kept));
+  EXPECT_EQ(NDArrayUseCount(a), before);
+  TVMFuncFree(f);
+  TVMArrayFree(a);
+}
+
+TEST(NDArrayValue, BorrowedViewIsNotAnNDArray) {
+  // A kTVMDLTensorHandle view has no object around it: asking for one is an error.
+  float data[2] = {0, 0};
+  int64_t shape[1] = {2};
+  DLTensor view;
+  std::memset(&view, 0, sizeof(view));
+  view.data = data;
+  view.device.device_type = kDLCPU;
+  view.ndim = 1;
+  view.dtype.code = kDLFloat;
+  view.dtype.bits = 32;
+  view.dtype.lanes = 1;
+  view.shape = shape;
+  Global f("runtime.NDArrayObjectHandle");
+  EXPECT_TRUE(FailsWith(Call(f, {Handle(&view, kTVMDLTensorHandle)}).rc, "TypeError"));
+}
+
 TEST(NDArrayValue, ArrayObjectTypeIsNDArray) {
   TVMArrayHandle a = Alloc({1}, kDLFloat, 32);
   EXPECT_EQ(TypeIndexOf(NDArrayObject(a)), TypeIndexOfKey("runtime.NDArray"));

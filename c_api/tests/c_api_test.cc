@@ -1275,6 +1275,22 @@ TEST(Objects, ObjectUseCountRejectsNonObjects) {
   EXPECT_TRUE(FailsWith(Call(use_count, {Int(1)}).rc, "TypeError"));
 }
 
+TEST(Objects, CoreFunctionsRejectNullObjects) {
+  // A NULL object handle (with an object type code) is bad input, never a crash.
+  Global use_count("runtime.ObjectUseCount");
+  Global size("runtime.ArraySize");
+  Global map_size("runtime.MapSize");
+  for (int code : {static_cast<int>(kTVMObjectHandle), static_cast<int>(kTVMPackedFuncHandle),
+                   static_cast<int>(kTVMModuleHandle)}) {
+    SCOPED_TRACE(code);
+    EXPECT_EQ(Call(use_count, {Handle(nullptr, code)}).rc, -1);
+    EXPECT_EQ(Call(size, {Handle(nullptr, code)}).rc, -1);
+    EXPECT_EQ(Call(map_size, {Handle(nullptr, code)}).rc, -1);
+  }
+  void* slot = nullptr;
+  EXPECT_EQ(Call(size, {Handle(&slot, kTVMObjectRValueRefArg)}).rc, -1);
+}
+
 // ---- Containers through the registered globals ---------------------------------------------
 
 TEST(Containers, ArrayBuildSizeGetItem) {
