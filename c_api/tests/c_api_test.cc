@@ -243,6 +243,45 @@ TEST(FuncCall, UnknownArgumentTypeCodeToCoreFunctionIsTypeError) {
   EXPECT_TRUE(FailsWith(r.rc, "TypeError", "unknown type code 99"));
 }
 
+TEST(FuncCall, NullStringAndBytesPayloadsAreValueError) {
+  TVMFunctionHandle echo = MakeEcho();
+  TVMByteArray no_data{nullptr, 5};
+  EXPECT_TRUE(FailsWith(Call(echo, {Str(nullptr)}).rc, "ValueError"));
+  EXPECT_TRUE(FailsWith(Call(echo, {Handle(nullptr, kTVMBytes)}).rc, "ValueError"));
+  EXPECT_TRUE(FailsWith(Call(echo, {Bytes(&no_data)}).rc, "ValueError"));
+  // Zero bytes need no data pointer.
+  TVMByteArray empty{nullptr, 0};
+  Ret r = Call(echo, {Bytes(&empty)});
+  EXPECT_EQ(r.rc, 0) << r.error;
+  EXPECT_EQ(r.code, kTVMBytes);
+  EXPECT_EQ(r.str, "");
+  TVMFuncFree(echo);
+}
+
+TEST(FuncCall, NullObjectHandleTravelsAsNone) {
+  // Classic TVM: a NULL object reference is None.
+  TVMFunctionHandle echo = MakeEcho();
+  for (int code : {static_cast<int>(kTVMObjectHandle), static_cast<int>(kTVMPackedFuncHandle),
+                   static_cast<int>(kTVMModuleHandle), static_cast<int>(kTVMNDArrayHandle)}) {
+    SCOPED_TRACE(code);
+    Ret r = Call(echo, {Handle(nullptr, code)});
+    EXPECT_EQ(r.rc, 0) << r.error;
+    EXPECT_EQ(r.code, kTVMNullptr);
+  }
+  TVMFuncFree(echo);
+}
+
+TEST(FuncCall, ExtensionCodesAreUnknown) {
+  // kTVMExtBegin and above name no type polyffi knows.
+  TVMFunctionHandle echo = MakeEcho();
+  for (int code : {static_cast<int>(kTVMExtBegin), static_cast<int>(kTVMExtReserveEnd),
+                   static_cast<int>(kTVMExtEnd)}) {
+    EXPECT_TRUE(FailsWith(Call(echo, {Int(1, code)}).rc, "TypeError",
+                          "unknown type code " + std::to_string(code)));
+  }
+  TVMFuncFree(echo);
+}
+
 TEST(FuncCall, CallbackMinusTwoPropagates) {
   TVMFunctionHandle f = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle) { return -2; });
   Ret r = Call(f);
@@ -1099,6 +1138,12 @@ TEST(LastError, IsPerThread) {
   EXPECT_EQ(other_saw_before.find("main thread"), std::string::npos) << other_saw_before;
   EXPECT_EQ(other_saw_after, "TypeError: other thread");
   EXPECT_EQ(LastError(), "ValueError: main thread");
+}
+
+TEST(LastError, LongMessageIsKeptWhole) {
+  std::string msg = "ValueError: " + std::string(1 << 20, 'x');
+  TVMAPISetLastError(msg.c_str());
+  EXPECT_EQ(std::strlen(TVMGetLastError()), msg.size());
 }
 
 TEST(LastError, MessageIsCopied) {
