@@ -56,8 +56,8 @@ def list_cases(binary: Path) -> dict[str, int]:
     return cases
 
 
-def run_timings(binary: Path, repetitions: int, min_time: float,
-                flt: str) -> tuple[dict[str, dict], dict]:
+def run_timings(binary: Path, repetitions: int, min_time: float, flt: str,
+                metric: str) -> tuple[dict[str, dict], dict]:
     """Median ns per call and allocations per call for each case, and the run's context."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
@@ -81,7 +81,7 @@ def run_timings(binary: Path, repetitions: int, min_time: float,
             sys.exit(f"unexpected time unit {b.get('time_unit')} for {b['name']}")
         calls = b["calls_per_iter"]
         slot = per_case.setdefault(b["run_name"], {"ns": [], "allocs": [], "bytes": []})
-        slot["ns"].append(b["real_time"] / calls)
+        slot["ns"].append(b[metric] / calls)
         slot["allocs"].append(b["allocs_per_call"])
         slot["bytes"].append(b["bytes_per_call"])
     results = {}
@@ -200,12 +200,16 @@ def main() -> int:
     parser.add_argument("--min-time", type=float, default=0.5,
                         help="seconds per repetition (Google Benchmark --benchmark_min_time)")
     parser.add_argument("--filter", default="calls/", help="regex of case names to run")
+    parser.add_argument("--metric", choices=["cpu_time", "real_time"], default="cpu_time",
+                        help="cpu_time (default) excludes time the thread spent descheduled, "
+                             "which matters on a shared machine; single-threaded cases only")
     parser.add_argument("--callgrind-iterations", type=int, default=100000)
     parser.add_argument("--no-callgrind", action="store_true")
     parser.add_argument("--no-memory", action="store_true", help="skip bench_memory")
     parser.add_argument("--memory-calls", type=int, default=10_000_000)
     parser.add_argument("--annotate", metavar="CASE",
-                        help="only print callgrind_annotate (self cost by function) for CASE")
+                        help="only print callgrind_annotate (self cost by function) for CASE, "
+                             "run for --callgrind-iterations calls")
     parser.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
     args = parser.parse_args()
 
@@ -214,12 +218,16 @@ def main() -> int:
     if not binary.exists():
         sys.exit(f"{binary} not found: build the bench_calls target first")
 
+    cases = list_cases(binary)
     if args.annotate:
-        print(annotate(binary, args.annotate, args.callgrind_iterations))
+        if args.annotate not in cases:
+            sys.exit(f"no case {args.annotate}; cases: {', '.join(cases)}")
+        iters = max(1, args.callgrind_iterations // cases[args.annotate])
+        print(annotate(binary, args.annotate, iters))
         return 0
 
-    cases = list_cases(binary)
-    timings, context = run_timings(binary, args.repetitions, args.min_time, args.filter)
+    timings, context = run_timings(binary, args.repetitions, args.min_time, args.filter,
+                                   args.metric)
 
     instr: dict[str, float] = {}
     if not args.no_callgrind:
@@ -246,7 +254,7 @@ def main() -> int:
     if context:
         print(f"Google Benchmark: {context.get('library_build_type', '?')} library, "
               f"{context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz, "
-              f"{args.repetitions} repetitions of >= {args.min_time} s; "
+              f"{args.repetitions} repetitions of >= {args.min_time} s, {args.metric}; "
               f"callgrind N = {args.callgrind_iterations}")
     print()
     print(table(timings, instr))

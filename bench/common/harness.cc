@@ -33,7 +33,9 @@ bool TakeFlag(const char* arg, const char* name, std::string* value) {
 int64_t ParseCount(const std::string& text) {
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 0) Fail("--iterations expects a count >= 0, got '" + text + "'");
+  if (text.empty() || *end != '\0' || v < 0) {
+    Fail("--iterations expects a count >= 0, got '" + text + "'");
+  }
   return v;
 }
 
