@@ -101,17 +101,40 @@ const char* TVMGetLastError(void) { return GetLastError().c_str(); }
 
 // ---- Functions ----
 
-int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
-                TVMValue* ret_val, int* ret_type_code) {
+namespace {
+
+/*!
+ * \brief Says what is wrong with a TVMFuncCall's arguments. Kept out of line (cold) so the hot
+ *  path is a handful of compares and no error-message setup.
+ */
+[[gnu::noinline, gnu::cold]] int BadCall(TVMFunctionHandle func, TVMValue* arg_values,
+                                         int* type_codes, int num_args, TVMValue* ret_val,
+                                         int* ret_type_code) {
   API_BEGIN();
-  auto* f = static_cast<FunctionObj*>(NotNull(func, "function handle"));
-  if (f->type_index() != TypeIndex::kFunction) HandleAs<FunctionObj>(func, "function handle");
+  HandleAs<FunctionObj>(func, "function handle");
   if (num_args < 0) Throw("ValueError", "num_args is negative (", num_args, ")");
   if (num_args > 0 && (arg_values == nullptr || type_codes == nullptr)) {
     Throw("ValueError", "arg_values or type_codes is NULL with ", num_args, " arguments");
   }
   NotNull(ret_val, "ret_val");
   NotNull(ret_type_code, "ret_type_code");
+  Throw("InternalError", "TVMFuncCall: argument check disagrees with BadCall");
+  API_END();
+}
+
+}  // namespace
+
+int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
+                TVMValue* ret_val, int* ret_type_code) {
+  auto* f = static_cast<FunctionObj*>(func);
+  if (__builtin_expect(f == nullptr || ret_val == nullptr || ret_type_code == nullptr ||
+                           num_args < 0 ||
+                           (num_args > 0 && (arg_values == nullptr || type_codes == nullptr)) ||
+                           f->type_index() != TypeIndex::kFunction,
+                       0)) {
+    return BadCall(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
+  }
+  API_BEGIN();
   RetValue rv;
   f->Call(arg_values, type_codes, num_args, &rv);
   rv.MoveToC(ret_val, ret_type_code);
@@ -141,9 +164,14 @@ int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
 
 int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
   API_BEGIN();
-  auto* rv = static_cast<RetValue*>(NotNull(ret, "ret"));
-  if (num_ret != 1) Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
-  rv->SetFromC(*NotNull(value, "value"), *NotNull(type_code, "type_code"));
+  if (__builtin_expect(ret == nullptr || value == nullptr || type_code == nullptr || num_ret != 1,
+                       0)) {
+    NotNull(ret, "ret");
+    NotNull(value, "value");
+    NotNull(type_code, "type_code");
+    Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
+  }
+  static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
   API_END();
 }
 

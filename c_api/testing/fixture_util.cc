@@ -9,21 +9,6 @@ namespace {
 
 std::atomic<int64_t> g_live_objects{0};
 
-int FixtureTrampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
-  int passthrough = 0;
-  int rc = polyffi::detail::GuardedCall([&] {
-    try {
-      RetValue rv(ret);
-      (*static_cast<Body*>(resource))(PackedArgs(args, codes, n), &rv);
-    } catch (const AlreadySet& e) {
-      passthrough = e.rc;
-    }
-  });
-  return passthrough != 0 ? passthrough : rc;
-}
-
-void FixtureDeleter(void* resource) { delete static_cast<Body*>(resource); }
-
 /*! \brief Release an owned reference returned with the given code. */
 void ReleaseOwned(TVMValue v, int code) {
   switch (code) {
@@ -46,22 +31,9 @@ void ReleaseOwned(TVMValue v, int code) {
 
 }  // namespace
 
-polyffi::Function MakeFixture(Body body) {
-  auto* resource = new Body(std::move(body));
-  TVMFunctionHandle h = nullptr;
-  // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  polyffi::CheckCall(TVMFuncCreateFromCFunc(FixtureTrampoline, resource, FixtureDeleter, &h));
-  return polyffi::Function::Adopt(h);
-}
-
-Registrar::Registrar(const char* name, Body body) noexcept {
-  try {
-    polyffi::Function f = MakeFixture(std::move(body));
-    if (TVMFuncRegisterGlobal(name, f.get(), 0) != 0) {
-      std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, e.what());
+void RegisterOrReport(const char* name, const polyffi::Function& f) noexcept {
+  if (TVMFuncRegisterGlobal(name, f.get(), 0) != 0) {
+    std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
   }
 }
 

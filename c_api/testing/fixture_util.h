@@ -11,6 +11,7 @@
 #include <polyffi/polyffi.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -33,19 +34,57 @@ inline void Check(int rc) {
   if (rc != 0) throw AlreadySet{rc};
 }
 
+/*! \brief The C trampoline of a fixture body of concrete type B (no type erasure per call). */
+template <typename B>
+int FixtureTrampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
+  int passthrough = 0;
+  int rc = polyffi::detail::GuardedCall([&] {
+    try {
+      RetValue rv(ret);
+      (*static_cast<B*>(resource))(PackedArgs(args, codes, n), &rv);
+    } catch (const AlreadySet& e) {
+      passthrough = e.rc;
+    }
+  });
+  return passthrough != 0 ? passthrough : rc;
+}
+
+template <typename B>
+void FixtureDeleter(void* resource) {
+  delete static_cast<B*>(resource);
+}
+
 /*! \brief Make a function whose body may throw AlreadySet (plus everything polyffi.hpp maps). */
-polyffi::Function MakeFixture(Body body);
+template <typename B>
+polyffi::Function MakeFixture(B body) {
+  auto* resource = new B(std::move(body));
+  TVMFunctionHandle h = nullptr;
+  // On failure the runtime runs the finalizer itself, so the resource never leaks.
+  polyffi::CheckCall(
+      TVMFuncCreateFromCFunc(FixtureTrampoline<B>, resource, FixtureDeleter<B>, &h));
+  return polyffi::Function::Adopt(h);
+}
 
 /*! \brief The typed layer's argument checking and messages, on a body that may throw AlreadySet. */
 template <typename F>
-Body Typed(F f, std::string name) {
-  return polyffi::detail::FnTraits<std::decay_t<F>>::Wrap(std::move(f), std::move(name));
+auto Typed(F f, std::string name) {
+  return polyffi::detail::FnTraits<std::decay_t<F>>::Closure(std::move(f), std::move(name));
 }
+
+/*! \brief Register f as NAME; failures are printed (static initialisers never throw). */
+void RegisterOrReport(const char* name, const polyffi::Function& f) noexcept;
 
 /*! \brief Registers NAME at load time; failures are printed (static initialisers never throw). */
 class Registrar {
  public:
-  Registrar(const char* name, Body body) noexcept;
+  template <typename B>
+  Registrar(const char* name, B body) noexcept {
+    try {
+      RegisterOrReport(name, MakeFixture(std::move(body)));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, e.what());
+    }
+  }
   /*! \brief A bare C callback, for fixtures whose own cost must be nil (benchmark floors). */
   Registrar(const char* name, TVMPackedCFunc fn) noexcept;
 };

@@ -103,7 +103,7 @@ std::string DataTypeString(DLDataType t) {
 
 // ---- RetValue ----
 
-void RetValue::Clear() {
+void RetValue::ClearOwned() {
   switch (code_) {
     case kTVMStr:
     case kTVMBytes:
@@ -134,7 +134,7 @@ void RetValue::SetBytes(std::string s) {
   code_ = kTVMBytes;
 }
 
-void RetValue::SetFromC(TVMValue v, int code) {
+void RetValue::SetFromCSlow(TVMValue v, int code) {
   switch (code) {
     case kTVMArgInt:
     case kDLUInt:
@@ -211,7 +211,7 @@ ReturnStore& Store() {
 
 TVMByteArray* ThreadLocalReturnBytes() { return &Store().bytes; }
 
-void RetValue::MoveToC(TVMValue* v, int* code) {
+void RetValue::MoveToCSlow(TVMValue* v, int* code) {
   switch (code_) {
     case kTVMStr: {
       ReturnStore& s = Store();

@@ -115,7 +115,9 @@ class ObjectRef {
     std::swap(handle_, o.handle_);
     return *this;
   }
-  ~ObjectRef() { TVMObjectFree(handle_); }
+  ~ObjectRef() {
+    if (handle_) TVMObjectFree(handle_);  // most values carry no object: skip the call
+  }
   void* get() const { return handle_; }
   /*! \brief Give up ownership. */
   void* release() { return std::exchange(handle_, nullptr); }
@@ -657,11 +659,16 @@ struct FnTraits : FnTraits<decltype(&T::operator())> {};
 template <typename C, typename R, typename... A>
 struct FnTraits<R (C::*)(A...) const> {
   using Ret = R;
+  /*! \brief The typed body as a concrete closure (no std::function on the call path). */
   template <typename F>
-  static PackedBody Wrap(F f, std::string name) {
+  static auto Closure(F f, std::string name) {
     return [f = std::move(f), name = std::move(name)](PackedArgs args, RetValue* rv) {
       InvokeTyped<R, A...>(f, name, args, rv, std::index_sequence_for<A...>{});
     };
+  }
+  template <typename F>
+  static PackedBody Wrap(F f, std::string name) {
+    return Closure(std::move(f), std::move(name));
   }
 };
 template <typename C, typename R, typename... A>
@@ -671,15 +678,22 @@ struct FnTraits<R (*)(A...)> : FnTraits<R (std::function<R(A...)>::*)(A...) cons
 
 }  // namespace detail
 
-/*! \brief Make a function from a packed body: body(PackedArgs, RetValue*). */
-inline Function MakePacked(PackedBody body) {
-  auto* resource = new PackedBody(std::move(body));
+/*!
+ * \brief Make a function from any callable body(PackedArgs, RetValue*); the trampoline is
+ *  instantiated for its concrete type, so calls reach it without type erasure.
+ */
+template <typename Body>
+Function MakeFromBody(Body body) {
+  auto* resource = new Body(std::move(body));
   TVMFunctionHandle h = nullptr;
   // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<PackedBody>, resource,
-                                   detail::Deleter<PackedBody>, &h));
+  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<Body>, resource, detail::Deleter<Body>,
+                                   &h));
   return Function::Adopt(h);
 }
+
+/*! \brief Make a function from a packed body: body(PackedArgs, RetValue*). */
+inline Function MakePacked(PackedBody body) { return MakeFromBody(std::move(body)); }
 
 /*!
  * \brief Make a function from an ordinary lambda or function pointer; argument types are checked
@@ -687,7 +701,7 @@ inline Function MakePacked(PackedBody body) {
  */
 template <typename F>
 Function MakeTyped(F f, std::string name = "<lambda>") {
-  return MakePacked(detail::FnTraits<std::decay_t<F>>::Wrap(std::move(f), std::move(name)));
+  return MakeFromBody(detail::FnTraits<std::decay_t<F>>::Closure(std::move(f), std::move(name)));
 }
 
 /*! \brief Register f as the global NAME. */

@@ -47,7 +47,9 @@ class RetValue {
   }
   RetValue(const RetValue&) = delete;
   RetValue& operator=(const RetValue&) = delete;
-  ~RetValue() { Clear(); }
+  ~RetValue() {
+    if (Owns(code_)) ClearOwned();
+  }
 
   int type_code() const { return code_; }
   TVMValue value() const { return value_; }
@@ -55,7 +57,11 @@ class RetValue {
                                                       : nullptr; }
   const std::string& str() const { return *static_cast<std::string*>(value_.v_handle); }
 
-  void Clear();
+  void Clear() {
+    if (Owns(code_)) ClearOwned();
+    code_ = kTVMNullptr;
+    value_.v_handle = nullptr;
+  }
   void SetNull() { Clear(); }
   void SetInt(int64_t x) { SetPOD(kTVMArgInt).v_int64 = x; }
   void SetBool(bool x) { SetPOD(kTVMArgBool).v_int64 = x ? 1 : 0; }
@@ -77,20 +83,43 @@ class RetValue {
    * \brief Copy a borrowed C value in (the rules of TVMCFuncSetReturn): strings and bytes
    *  copied, objects retained, a kTVMObjectRValueRefArg slot moved out; unknown codes throw.
    */
-  void SetFromC(TVMValue v, int code);
+  void SetFromC(TVMValue v, int code) {
+    // Numbers and other plain values stay inline: this is on every call's return path.
+    if ((code >= 0 && code < kTVMObjectHandle) || code == kTVMArgBool) {
+      if (Owns(code_)) ClearOwned();
+      code_ = code == kDLUInt ? kTVMArgInt : code;
+      value_ = v;
+      if (code == kTVMNullptr) value_.v_handle = nullptr;
+      return;
+    }
+    SetFromCSlow(v, code);
+  }
   /*! \brief Deep copy of another value (objects retained). */
   void CopyFrom(const RetValue& other);
   /*!
    * \brief Hand the value to a C caller: objects transfer (NDArrays as DLTensor*); strings,
    *  bytes and data types go to thread-local storage. Leaves this value empty.
    */
-  void MoveToC(TVMValue* v, int* code);
+  void MoveToC(TVMValue* v, int* code) {
+    if (code_ == kTVMStr || code_ == kTVMBytes || code_ == kTVMDataType ||
+        code_ == kTVMNDArrayHandle) {
+      return MoveToCSlow(v, code);
+    }
+    *v = value_;
+    *code = code_;
+    code_ = kTVMNullptr;  // an object reference, if any, now belongs to the caller
+  }
   /*! \brief A borrowed C view of this value (valid while this value lives and is unchanged). */
   void AsArg(TVMValue* v, int* code, TVMByteArray* bytes_scratch) const;
 
  private:
+  /*! \brief Whether a stored code owns heap memory or a reference (objects, str, bytes). */
+  static bool Owns(int code) { return code >= kTVMObjectHandle && code <= kTVMNDArrayHandle; }
+  void ClearOwned();
+  void SetFromCSlow(TVMValue v, int code);
+  void MoveToCSlow(TVMValue* v, int* code);
   TVMValue& SetPOD(int code) {
-    if (code_ >= kTVMObjectHandle) Clear();
+    if (Owns(code_)) ClearOwned();
     code_ = code;
     return value_;
   }
