@@ -136,7 +136,12 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
   }
   API_BEGIN();
   RetValue rv;
-  f->Call(arg_values, type_codes, num_args, &rv);
+  // Host callbacks and fixtures are C callbacks: call them without the second indirection.
+  if (f->invoker() == &CFunction::Invoke) {
+    CFunction::InvokeInline(f, arg_values, type_codes, num_args, &rv);
+  } else {
+    f->Call(arg_values, type_codes, num_args, &rv);
+  }
   rv.MoveToC(ret_val, ret_type_code);
   API_END();
 }
@@ -162,17 +167,30 @@ int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
   API_END();
 }
 
-int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
+namespace {
+
+[[gnu::noinline, gnu::cold]] int SetReturnChecked(TVMRetValueHandle ret, TVMValue* value,
+                                                  int* type_code, int num_ret) {
   API_BEGIN();
-  if (__builtin_expect(ret == nullptr || value == nullptr || type_code == nullptr || num_ret != 1,
-                       0)) {
-    NotNull(ret, "ret");
-    NotNull(value, "value");
-    NotNull(type_code, "type_code");
-    Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
-  }
+  NotNull(ret, "ret");
+  NotNull(value, "value");
+  NotNull(type_code, "type_code");
+  if (num_ret != 1) Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
   static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
   API_END();
+}
+
+}  // namespace
+
+int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
+  // Plain values cannot fail: set them without entering the exception barrier.
+  if (__builtin_expect(ret != nullptr && value != nullptr && type_code != nullptr &&
+                           num_ret == 1 && RetValue::IsPlainCode(*type_code),
+                       1)) {
+    static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
+    return 0;
+  }
+  return SetReturnChecked(ret, value, type_code, num_ret);
 }
 
 int TVMCbArgToReturn(TVMValue* value, int* code) {

@@ -7,9 +7,10 @@ namespace polyffi {
 
 void CFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
                        RetValue* rv) {
-  auto* me = static_cast<const CFunction*>(self);
-  int ret = me->func_(values, codes, n, rv, me->resource_);
-  if (ret == 0) return;
+  InvokeInline(self, values, codes, n, rv);
+}
+
+void CFunction::ThrowCallbackError(int ret) {
   if (ret == -2) throw EnvErrorAlreadySet();
   // The callback reported its error with TVMAPISetLastError on this thread.
   throw Error::Parse(GetLastError());

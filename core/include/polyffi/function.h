@@ -24,6 +24,7 @@ class FunctionObj : public Object {
   void Call(TVMValue* values, int* codes, int n, RetValue* rv) const {
     invoke_(this, values, codes, n, rv);
   }
+  FInvoke invoker() const { return invoke_; }
 
  protected:
   explicit FunctionObj(FInvoke invoke) : Object(kTypeIndex), invoke_(invoke) {}
@@ -62,10 +63,19 @@ class CFunction final : public FunctionObj {
   ~CFunction() override {
     if (fin_) fin_(resource_);
   }
-
- private:
   static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
                      RetValue* rv);
+  /*! \brief Invoke, inlinable where the caller already knows the function is a CFunction. */
+  static void InvokeInline(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                           RetValue* rv) {
+    auto* me = static_cast<const CFunction*>(self);
+    int ret = me->func_(values, codes, n, rv, me->resource_);
+    if (__builtin_expect(ret != 0, 0)) ThrowCallbackError(ret);
+  }
+
+ private:
+  /*! \brief -2 propagates as EnvErrorAlreadySet; otherwise the callback's last error. */
+  [[noreturn]] static void ThrowCallbackError(int ret);
   TVMPackedCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;

@@ -51,6 +51,10 @@ class RetValue {
     if (Owns(code_)) ClearOwned();
   }
 
+  /*! \brief Codes copied by value: numbers, bool, None, handles, devices, dtypes, views. */
+  static bool IsPlainCode(int code) {
+    return (code >= 0 && code < kTVMObjectHandle) || code == kTVMArgBool;
+  }
   int type_code() const { return code_; }
   TVMValue value() const { return value_; }
   Object* object() const { return IsObjectCode(code_) ? static_cast<Object*>(value_.v_handle)
@@ -85,7 +89,7 @@ class RetValue {
    */
   void SetFromC(TVMValue v, int code) {
     // Numbers and other plain values stay inline: this is on every call's return path.
-    if ((code >= 0 && code < kTVMObjectHandle) || code == kTVMArgBool) {
+    if (IsPlainCode(code)) {
       if (Owns(code_)) ClearOwned();
       code_ = code == kDLUInt ? kTVMArgInt : code;
       value_ = v;
