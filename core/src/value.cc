@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "polyffi/container.h"
 #include "polyffi/ndarray.h"
@@ -103,11 +104,63 @@ std::string DataTypeString(DLDataType t) {
 
 // ---- RetValue ----
 
+namespace {
+
+/*!
+ * \brief Per-thread pool of string buffers for str/bytes values, so a string result costs no
+ *  allocation once warm: buffers keep their capacity from one call to the next. A buffer
+ *  released on another thread simply joins that thread's pool.
+ */
+struct StringPool {
+  static constexpr size_t kMaxPooled = 16;
+  static constexpr size_t kMaxCapacity = 1 << 16;  // larger buffers go back to the allocator
+  std::vector<std::string*> free;
+  ~StringPool() {
+    for (std::string* p : free) delete p;
+    free.clear();
+    dead = true;
+  }
+  static thread_local bool dead;  // set after the pool's destructor ran at thread exit
+};
+thread_local bool StringPool::dead = false;
+
+StringPool& Pool() {
+  thread_local StringPool pool;
+  return pool;
+}
+
+std::string* AcquireString(const char* data, size_t size) {
+  std::string* p;
+  if (!StringPool::dead && !Pool().free.empty()) {
+    p = Pool().free.back();
+    Pool().free.pop_back();
+    p->assign(data, size);
+  } else {
+    p = new std::string(data, size);
+  }
+  return p;
+}
+
+void ReleaseString(std::string* p) {
+  if (StringPool::dead || p->capacity() > StringPool::kMaxCapacity) {
+    delete p;
+    return;
+  }
+  StringPool& pool = Pool();
+  if (pool.free.size() < StringPool::kMaxPooled) {
+    pool.free.push_back(p);
+  } else {
+    delete p;
+  }
+}
+
+}  // namespace
+
 void RetValue::ClearOwned() {
   switch (code_) {
     case kTVMStr:
     case kTVMBytes:
-      delete static_cast<std::string*>(value_.v_handle);
+      ReleaseString(static_cast<std::string*>(value_.v_handle));
       break;
     case kTVMObjectHandle:
     case kTVMModuleHandle:
@@ -122,15 +175,15 @@ void RetValue::ClearOwned() {
   value_.v_handle = nullptr;
 }
 
-void RetValue::SetStr(std::string s) {
+void RetValue::SetStr(const char* data, size_t size) {
   Clear();
-  value_.v_handle = new std::string(std::move(s));
+  value_.v_handle = AcquireString(data, size);
   code_ = kTVMStr;
 }
 
-void RetValue::SetBytes(std::string s) {
+void RetValue::SetBytes(const char* data, size_t size) {
   Clear();
-  value_.v_handle = new std::string(std::move(s));
+  value_.v_handle = AcquireString(data, size);
   code_ = kTVMBytes;
 }
 
@@ -152,13 +205,13 @@ void RetValue::SetFromCSlow(TVMValue v, int code) {
       return;
     case kTVMStr:
       if (v.v_str == nullptr) Throw("ValueError", "string value is NULL");
-      return SetStr(v.v_str);
+      return SetStr(v.v_str, std::strlen(v.v_str));
     case kTVMBytes: {
       auto* b = static_cast<TVMByteArray*>(v.v_handle);
       if (b == nullptr || (b->data == nullptr && b->size != 0)) {
         Throw("ValueError", "bytes value is NULL");
       }
-      return SetBytes(std::string(b->data, b->size));
+      return SetBytes(b->data, b->size);
     }
     case kTVMObjectRValueRefArg: {
       auto** slot = static_cast<Object**>(v.v_handle);
@@ -184,7 +237,7 @@ void RetValue::CopyFrom(const RetValue& other) {
   if (this == &other) return;
   switch (other.code_) {
     case kTVMStr: return SetStr(other.str());
-    case kTVMBytes: return SetBytes(other.str());
+    case kTVMBytes: return SetBytes(other.str().data(), other.str().size());
     case kTVMObjectHandle:
     case kTVMModuleHandle:
     case kTVMPackedFuncHandle:

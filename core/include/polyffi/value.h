@@ -73,8 +73,10 @@ class RetValue {
   void SetDevice(DLDevice d) { SetPOD(kDLDevice).v_device = d; }
   void SetDataType(DLDataType t) { SetPOD(kTVMDataType).v_type = t; }
   void SetHandle(void* p) { SetPOD(p ? kTVMOpaqueHandle : kTVMNullptr).v_handle = p; }
-  void SetStr(std::string s);
-  void SetBytes(std::string s);
+  void SetStr(const char* data, size_t size);
+  void SetStr(const std::string& s) { SetStr(s.data(), s.size()); }
+  void SetBytes(const char* data, size_t size);
+  void SetBytes(const std::string& s) { SetBytes(s.data(), s.size()); }
   /*! \brief Hold an object (reference adopted from ptr). */
   template <typename T>
   void SetObject(ObjectPtr<T> ptr) {
