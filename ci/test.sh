@@ -10,6 +10,9 @@ step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
 step "dependencies"
 ci/install-deps.sh
 
+step "one version everywhere"
+ci/check-version.sh
+
 step "build (Release)"
 ci/build.sh "$root/build"
 
