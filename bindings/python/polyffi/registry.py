@@ -10,12 +10,11 @@ from . import _core
 from .function import PackedFunc
 
 
-def get_global_func(name: str, allow_missing: bool = False) -> Optional[PackedFunc]:
-    """Look up a global function; ValueError when missing unless ``allow_missing``."""
-    f = _core.get_global(name)
-    if f is None and not allow_missing:
-        raise ValueError(f"Cannot find global function {name}")
-    return f
+#: ``get_global_func(name, allow_missing=False) -> PackedFunc``: look up a global function;
+#: ValueError("Cannot find global function NAME") when missing unless ``allow_missing`` (then
+#: None). Implemented in the extension: a lookup is cheap enough that a Python frame would
+#: dominate it. Nothing is cached, so re-registrations are always seen.
+get_global_func: Callable[..., Optional[PackedFunc]] = _core.get_global_func
 
 
 @overload

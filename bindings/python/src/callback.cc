@@ -18,46 +18,92 @@ static bool InterpreterAlive() {
 #endif
 }
 
+// Converts one callback argument; ints (the common case) without a call through the switch.
+static inline PyObject* ArgToPython(TVMValue value, int code) {
+  if (code == kTVMArgInt) return PyLong_FromLongLong(value.v_int64);
+  return CallbackArgToPython(value, code);
+}
+
+// Hands the callable's result to the runtime (which copies strings and retains objects).
+static int SetReturn(TVMRetValueHandle ret, PyObject* result) {
+  TVMValue v;
+  int code;
+  if (Py_IS_TYPE(result, &PyLong_Type) && CompactLongValue(result, &v.v_int64)) {
+    code = kTVMArgInt;
+    return TVMCFuncSetReturn(ret, &v, &code, 1);
+  }
+  if (result == Py_None) {
+    v.v_handle = nullptr;
+    code = kTVMNullptr;
+    return TVMCFuncSetReturn(ret, &v, &code, 1);
+  }
+  // Arrays returned from Python must outlive this frame: no borrowed views here.
+  ArgPack pack(1, /*allow_views=*/false);
+  if (pack.Set(0, result) != 0) {
+    SetLastErrorFromPython();
+    return -1;
+  }
+  return TVMCFuncSetReturn(ret, pack.values(), pack.codes(), 1);
+}
+
+// A borrowed array view handed to Python is only valid during the callback. Wrappers the callable
+// kept (stored in a list, a closure, ...) are detached, so that later use raises ValueError
+// instead of reading freed memory.
+static POLYFFI_COLD void DetachKeptViews(PyObject** py_args, const int* codes, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (codes[i] == kTVMDLTensorHandle && Py_REFCNT(py_args[i]) > 1 &&
+        PyObject_TypeCheck(py_args[i], &ObjectBaseType)) {
+      reinterpret_cast<HandleObject*>(py_args[i])->handle = nullptr;
+    }
+  }
+}
+
 static int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
                       void* resource_handle) {
-  if (!InterpreterAlive()) {
+  if (POLYFFI_UNLIKELY(!InterpreterAlive())) {
     TVMAPISetLastError("RuntimeError: the Python interpreter is shutting down");
     return -1;
   }
   PyGILState_STATE gil = PyGILState_Ensure();
   auto* callable = static_cast<PyObject*>(resource_handle);
   constexpr int kInline = 8;
-  PyObject* inline_args[kInline];
-  PyObject** py_args = num_args <= kInline
-                           ? inline_args
-                           : static_cast<PyObject**>(std::malloc(num_args * sizeof(PyObject*)));
+  // Slot 0 is scratch for PY_VECTORCALL_ARGUMENTS_OFFSET (lets bound methods avoid a copy).
+  PyObject* inline_args[kInline + 1];
+  PyObject** slots = inline_args;
+  if (POLYFFI_UNLIKELY(num_args > kInline)) {
+    slots = static_cast<PyObject**>(std::malloc((num_args + 1) * sizeof(PyObject*)));
+    if (slots == nullptr) {
+      PyGILState_Release(gil);
+      TVMAPISetLastError("MemoryError: out of memory converting callback arguments");
+      return -1;
+    }
+  }
+  PyObject** py_args = slots + 1;
   int converted = 0;
+  bool has_view = false;
   int rc = 0;
-  PyObject* result = nullptr;
   for (; converted < num_args; ++converted) {
-    py_args[converted] = CallbackArgToPython(args[converted], type_codes[converted]);
+    int code = type_codes[converted];
+    has_view |= code == kTVMDLTensorHandle;
+    py_args[converted] = ArgToPython(args[converted], code);
     if (py_args[converted] == nullptr) break;
   }
+  PyObject* result = nullptr;
   if (converted == num_args) {
-    result = PyObject_Vectorcall(callable, py_args, static_cast<size_t>(num_args), nullptr);
+    result = PyObject_Vectorcall(callable, py_args,
+                                 static_cast<size_t>(num_args) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                 nullptr);
   }
-  for (int i = 0; i < converted; ++i) Py_DECREF(py_args[i]);
-  if (py_args != inline_args) std::free(py_args);
-
   if (result == nullptr) {
     SetLastErrorFromPython();
     rc = -1;
   } else {
-    ArgPack pack(1);
-    if (pack.Set(0, result) != 0) {
-      SetLastErrorFromPython();
-      rc = -1;
-    } else {
-      // TVMCFuncSetReturn copies strings and retains objects, so the pack may drop its temps.
-      rc = TVMCFuncSetReturn(ret, pack.values(), pack.codes(), 1);
-    }
+    rc = SetReturn(ret, result);
     Py_DECREF(result);
   }
+  if (POLYFFI_UNLIKELY(has_view)) DetachKeptViews(py_args, type_codes, converted);
+  for (int i = 0; i < converted; ++i) Py_DECREF(py_args[i]);
+  if (slots != inline_args) std::free(slots);
   PyGILState_Release(gil);
   return rc;
 }

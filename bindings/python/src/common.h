@@ -11,6 +11,14 @@
 
 #include <cstdint>
 
+#if defined(__GNUC__)
+#define POLYFFI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define POLYFFI_COLD __attribute__((cold, noinline))
+#else
+#define POLYFFI_UNLIKELY(x) (x)
+#define POLYFFI_COLD
+#endif
+
 namespace polyffi_py {
 
 // DLPack >= 1.0 types (DLManagedTensorVersioned, DLPackVersion) come from dlpack_compat.h.
@@ -55,45 +63,132 @@ PyObject* WrapHandle(void* handle, int code);
 PyObject* NewPackedFunc(TVMFunctionHandle handle);  // takes ownership
 
 // ---- Values (value.cc) -------------------------------------------------------------------------
-// Arguments converted from Python; small counts live on the stack. Temporaries created for the
-// call (callbacks, containers, arrays, NUL-carrying strings) are released by the destructor.
+// Reads a Python int that fits in one machine word without a call into CPython; false when the
+// slow path (PyLong_AsLongLongAndOverflow) is needed. Only for exact ints.
+inline bool CompactLongValue(PyObject* obj, int64_t* out) {
+#if PY_VERSION_HEX >= 0x030C0000
+  auto* v = reinterpret_cast<PyLongObject*>(obj);
+  if (!PyUnstable_Long_IsCompact(v)) return false;
+  *out = PyUnstable_Long_CompactValue(v);
+  return true;
+#elif PY_VERSION_HEX >= 0x030B0000
+  // 3.11: |ob_size| <= 1 means one 30-bit digit, the sign in ob_size.
+  Py_ssize_t size = Py_SIZE(obj);
+  if (size < -1 || size > 1) return false;
+  *out = size * static_cast<int64_t>(reinterpret_cast<PyLongObject*>(obj)->ob_digit[0]);
+  return true;
+#else
+  (void)obj;
+  (void)out;
+  return false;
+#endif
+}
+
+// Arguments converted from Python; up to kInline of them live on the stack. Temporaries created
+// for the call (callbacks, containers, arrays, NUL-carrying strings, buffer exports) are
+// released by the destructor, which must run with the GIL held.
+//
+// With allow_views, array arguments (numpy arrays, buffer-protocol objects, __dlpack__
+// producers) travel as borrowed kTVMDLTensorHandle views whose DLTensor lives in this pack: no
+// allocation, no runtime object. That is only right for a direct call whose arguments outlive
+// it (the vectorcall path). Containers and callback results must own their arrays, so they
+// build packs without views and get kTVMNDArrayHandle arrays instead.
 class ArgPack {
  public:
   static constexpr int kInline = 8;
-  explicit ArgPack(Py_ssize_t n);
-  ~ArgPack();
+  ArgPack(Py_ssize_t n, bool allow_views) : n_(static_cast<int>(n)), allow_views_(allow_views) {
+    if (n <= kInline) {
+      values_ = inline_values_;
+      codes_ = inline_codes_;
+      scratch_ = inline_scratch_;
+    } else {
+      AllocateLarge(n);
+    }
+  }
+  ~ArgPack() {
+    if (num_temps_ != 0 || values_ != inline_values_) ReleaseAll();
+  }
   ArgPack(const ArgPack&) = delete;
   ArgPack& operator=(const ArgPack&) = delete;
 
-  // Converts args[i] into slot i. Returns -1 with a Python error set.
-  int Set(int i, PyObject* arg);
+  // Converts arg into slot i. Returns -1 with a Python error set. Exact ints and floats are
+  // decided here, inline; everything else goes to SetSlow.
+  int Set(int i, PyObject* arg) {
+    PyTypeObject* type = Py_TYPE(arg);
+    if (type == &PyLong_Type) {
+      if (CompactLongValue(arg, &values_[i].v_int64)) {
+        codes_[i] = kTVMArgInt;
+        return 0;
+      }
+    } else if (type == &PyFloat_Type) {
+      values_[i].v_float64 = PyFloat_AS_DOUBLE(arg);
+      codes_[i] = kTVMArgFloat;
+      return 0;
+    }
+    return SetSlow(i, arg);
+  }
+  // False when the arrays for a large argument count could not be allocated.
+  bool ok() const { return n_ >= 0; }
   TVMValue* values() { return values_; }
   int* codes() { return codes_; }
   int size() const { return n_; }
+  // The slot whose borrowed view `tensor` is, or -1 when the view is not one of this pack's.
+  int ViewSlot(const void* tensor) const {
+    const auto* s = static_cast<const Scratch*>(tensor);
+    if (s < scratch_ || s >= scratch_ + n_) return -1;
+    return static_cast<int>(s - scratch_);
+  }
 
  private:
-  struct Temp {
-    void* handle;
-    int code;
+  // Per-slot storage for what a TVMValue points at.
+  union Scratch {
+    TVMByteArray bytes;
+    DLTensor tensor;
   };
-  void AddTemp(void* handle, int code);
+  struct Temp {
+    void* ptr;
+    int kind;  // a handle type code (>= 0) or one of the kTemp* values below
+  };
+  static constexpr int kTempPyObject = -1;  // a reference to drop
+  static constexpr int kTempBuffer = -2;    // a PyMem_Malloc'ed Py_buffer to release and free
+  static constexpr int kTempMemory = -3;    // PyMem_Malloc'ed memory
+  static constexpr int kStridePool = 16;
+
+  int SetSlow(int i, PyObject* arg);
+  int SetArray(int i, PyObject* arg, bool* handled);
+  int SetBufferView(int i, PyObject* arg);
+  int SetDLPackView(int i, PyObject* arg);
+  int64_t* AllocInt64(int count);
+  void AllocateLarge(Py_ssize_t n);
+  void ReleaseAll();
+  // Takes ownership of ptr: on failure releases it and returns -1 with MemoryError set.
+  int AddTemp(void* ptr, int kind);
 
   int n_;
-  TVMValue* values_;
-  int* codes_;
-  TVMByteArray* bytes_;
-  TVMValue inline_values_[kInline];
-  int inline_codes_[kInline];
-  TVMByteArray inline_bytes_[kInline];
-  Temp inline_temps_[kInline];
-  Temp* temps_;
+  bool allow_views_;
   int num_temps_ = 0;
   int cap_temps_ = kInline;
+  int strides_used_ = 0;
+  TVMValue* values_;
+  int* codes_;
+  Scratch* scratch_;
+  Temp* temps_ = inline_temps_;
+  TVMValue inline_values_[kInline];
+  int inline_codes_[kInline];
+  Scratch inline_scratch_[kInline];
+  Temp inline_temps_[kInline];
+  int64_t stride_pool_[kStridePool];
 };
 
 // Converts a value returned by TVMFuncCall (owned handles, thread-local strings) to Python.
 // Takes ownership of handles even on failure.
 PyObject* ReturnToPython(TVMValue value, int code);
+// The common cases of ReturnToPython, inline.
+inline PyObject* ReturnToPythonFast(TVMValue value, int code) {
+  if (code == kTVMArgInt) return PyLong_FromLongLong(value.v_int64);
+  if (code == kTVMNullptr) Py_RETURN_NONE;
+  return ReturnToPython(value, code);
+}
 // Converts a borrowed callback argument: objects are retained (TVMCbArgToReturn) first.
 PyObject* CallbackArgToPython(TVMValue value, int code);
 
@@ -127,6 +222,25 @@ extern PyObject* g_ndarray_class;               // class for NDArray handles
 // Returns NULL with a Python error set.
 TVMArrayHandle ArrayFromDLPackObject(PyObject* obj);
 bool IsDLPackProducer(PyObject* obj);
+// An owned array sharing the memory of a __dlpack__ producer, a numpy array or a writable
+// buffer-protocol object (the buffer is released when the runtime frees the array). NULL with a
+// Python error set; TypeError when obj is none of these.
+TVMArrayHandle OwnedArrayFromObject(PyObject* obj);
+// What a borrowed view of a numpy array needs, read from the array without calling numpy.
+struct NumpyInfo {
+  void* data;
+  int ndim;
+  int64_t* shape;             // numpy's own dimensions array (npy_intp is int64 here)
+  const Py_ssize_t* strides;  // in bytes; NULL when the array is C-contiguous
+  DLDataType dtype;
+  int itemsize;
+};
+// True when obj is a numpy.ndarray (or subclass) that a view can describe: writable, native byte
+// order, a dtype with a DLPack code, strides that are whole elements. False means "take the
+// generic path" (which raises numpy's own error for arrays DLPack cannot carry); never fails.
+bool DescribeNumpyArray(PyObject* obj, NumpyInfo* out);
+// Parses a buffer-protocol format of one element ("f", "<i4"-style chars) into a DLPack type.
+bool DataTypeFromBufferFormat(const char* format, Py_ssize_t itemsize, DLDataType* out);
 
 // ---- Errors (errors.cc) ------------------------------------------------------------------------
 // Raises the Python exception for the last libpolyffi error (ret is the failing return code).

@@ -181,31 +181,56 @@ PyTypeObject PackedFuncType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---- PackedFunc -------------------------------------------------------------------------------
 
-static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
-                                      PyObject* kwnames) {
-  auto* f = reinterpret_cast<HandleObject*>(self);
+// Checks that the fast path leaves out: keyword arguments, a released handle, absurd counts.
+static POLYFFI_COLD bool CheckUnusualCall(HandleObject* f, Py_ssize_t n, PyObject* kwnames) {
   if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
     PyErr_SetString(PyExc_TypeError, "PackedFunc takes positional arguments only");
-    return nullptr;
+    return false;
   }
   if (f->handle == nullptr) {
     PyErr_SetString(PyExc_ValueError, "polyffi: calling a PackedFunc that has been released");
-    return nullptr;
+    return false;
   }
-  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if (n > INT32_MAX) {
     PyErr_SetString(PyExc_OverflowError, "polyffi: too many arguments");
+    return false;
+  }
+  return true;
+}
+
+// The callee handed back the borrowed view of one of our arguments, which dies with this call:
+// return an owned array over the same memory instead (the argument itself keeps it alive).
+static POLYFFI_COLD PyObject* ArrayOfArgument(PyObject* arg) {
+  TVMArrayHandle nd = OwnedArrayFromObject(arg);
+  if (nd == nullptr) return nullptr;
+  return WrapHandle(nd, kTVMNDArrayHandle);
+}
+
+// The call path: convert (scalars inline, arrays as stack views), release the GIL around
+// TVMFuncCall as the spec requires, convert the result. No allocation for scalar arguments.
+static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                                      PyObject* kwnames) {
+  auto* f = reinterpret_cast<HandleObject*>(self);
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  if (POLYFFI_UNLIKELY(kwnames != nullptr || f->handle == nullptr || n > INT32_MAX) &&
+      !CheckUnusualCall(f, n, kwnames)) {
     return nullptr;
   }
-  ArgPack pack(n);
+  ArgPack pack(n, /*allow_views=*/true);
+  if (POLYFFI_UNLIKELY(!pack.ok())) return PyErr_NoMemory();
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (pack.Set(static_cast<int>(i), args[i]) != 0) return nullptr;
   }
   TVMValue ret;
   int ret_code = kTVMNullptr;
-  int rc = CallReleasingGIL(f->handle, pack.values(), pack.codes(), pack.size(), &ret, &ret_code);
-  if (rc != 0) return RaiseLastError(rc);
-  return ReturnToPython(ret, ret_code);
+  int rc = CallReleasingGIL(f->handle, pack.values(), pack.codes(), static_cast<int>(n), &ret,
+                            &ret_code);
+  if (POLYFFI_UNLIKELY(rc != 0)) return RaiseLastError(rc);
+  if (POLYFFI_UNLIKELY(ret_code == kTVMDLTensorHandle)) {
+    int slot = pack.ViewSlot(ret.v_handle);
+    if (slot >= 0) return ArrayOfArgument(args[slot]);
+  }
+  return ReturnToPythonFast(ret, ret_code);
 }
 
 static PyObject* PackedFuncNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {

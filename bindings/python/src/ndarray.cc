@@ -1,5 +1,7 @@
 // NDArray: a DLTensor* owned by the runtime, and DLPack exchange in and out (zero-copy).
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "common.h"
 
@@ -73,6 +75,270 @@ TVMArrayHandle ArrayFromDLPackObject(PyObject* obj) {
   TVMArrayHandle out = ArrayFromCapsule(capsule);
   Py_DECREF(capsule);  // a consumed capsule's destructor does nothing
   return out;
+}
+
+// ---- numpy arrays without numpy -----------------------------------------------------------------
+//
+// Passing a numpy array used to cost a __dlpack__() call, a capsule and a runtime NDArray per
+// argument per call (~350 ns). A borrowed view needs only the data pointer, shape, strides and
+// dtype, which numpy keeps in public C structs (numpy/ndarraytypes.h). Extensions compiled
+// against any numpy since 1.7 read these fields through macros, so numpy keeps their offsets;
+// 2.0 moved PyArray_Descr's elsize and alignment, which come after type_num and are not read
+// here. The layout is still checked once, against __array_interface__, before it is trusted.
+
+namespace {
+
+struct NumpyArrayFields {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  Py_ssize_t* dimensions;
+  Py_ssize_t* strides;
+  PyObject* base;
+  PyObject* descr;
+  int flags;
+};
+
+struct NumpyDescrHead {
+  PyObject_HEAD
+  PyTypeObject* typeobj;
+  char kind;
+  char type;
+  char byteorder;
+  char former_flags;
+  int type_num;
+};
+
+constexpr int kNpyCContiguous = 0x0001;
+constexpr int kNpyWriteable = 0x0400;
+constexpr char kForeignByteOrder = PY_LITTLE_ENDIAN ? '>' : '<';
+
+enum class NumpyLayout { kUnknown, kTrusted, kRejected };
+NumpyLayout g_numpy_layout = NumpyLayout::kUnknown;
+PyTypeObject* g_numpy_type = nullptr;  // numpy.ndarray, found by name in an argument's MRO
+
+// DLPack type of a builtin numpy type number (NPY_BOOL = 0 ... NPY_DOUBLE = 12, NPY_HALF = 23).
+bool NumpyDataType(int type_num, DLDataType* out) {
+  auto make = [out](uint8_t code, size_t bytes) {
+    *out = DLDataType{code, static_cast<uint8_t>(8 * bytes), 1};
+    return true;
+  };
+  switch (type_num) {
+    case 0: return make(6, 1);  // kDLBool, as numpy's own DLPack export
+    case 1: return make(kDLInt, 1);
+    case 2: return make(kDLUInt, 1);
+    case 3: return make(kDLInt, sizeof(short));
+    case 4: return make(kDLUInt, sizeof(short));
+    case 5: return make(kDLInt, sizeof(int));
+    case 6: return make(kDLUInt, sizeof(int));
+    case 7: return make(kDLInt, sizeof(long));
+    case 8: return make(kDLUInt, sizeof(long));
+    case 9: return make(kDLInt, sizeof(long long));
+    case 10: return make(kDLUInt, sizeof(long long));
+    case 11: return make(kDLFloat, sizeof(float));
+    case 12: return make(kDLFloat, sizeof(double));
+    case 23: return make(kDLFloat, 2);
+    default: return false;
+  }
+}
+
+PyTypeObject* FindNumpyBase(PyTypeObject* type) {
+  PyObject* mro = type->tp_mro;
+  if (mro == nullptr || !PyTuple_Check(mro)) return nullptr;
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mro); ++k) {
+    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, k));
+    if (std::strcmp(base->tp_name, "numpy.ndarray") == 0) return base;
+  }
+  return nullptr;
+}
+
+// Compares what the struct layout says about `obj` with numpy's own __array_interface__.
+bool LayoutMatches(PyObject* obj, const NumpyInfo& info, const NumpyArrayFields* a) {
+  PyObject* iface = PyObject_GetAttrString(obj, "__array_interface__");
+  if (iface == nullptr || !PyDict_Check(iface)) {
+    Py_XDECREF(iface);
+    PyErr_Clear();
+    return false;
+  }
+  bool ok = false;
+  PyObject* data = PyDict_GetItemString(iface, "data");        // (address, read_only)
+  PyObject* shape = PyDict_GetItemString(iface, "shape");      // tuple
+  PyObject* strides = PyDict_GetItemString(iface, "strides");  // None when C-contiguous
+  PyObject* typestr = PyDict_GetItemString(iface, "typestr");  // e.g. "<f4"
+  if (data != nullptr && PyTuple_Check(data) && PyTuple_GET_SIZE(data) == 2 &&
+      shape != nullptr && PyTuple_Check(shape) && typestr != nullptr &&
+      PyUnicode_Check(typestr) && strides != nullptr) {
+    ok = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0)) == info.data &&
+         PyTuple_GET_SIZE(shape) == info.ndim;
+    for (int d = 0; ok && d < info.ndim; ++d) {
+      ok = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d)) == info.shape[d];
+    }
+    if (ok && strides != Py_None) {
+      ok = PyTuple_Check(strides) && PyTuple_GET_SIZE(strides) == info.ndim;
+      for (int d = 0; ok && d < info.ndim; ++d) {
+        ok = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d)) == a->strides[d];
+      }
+    }
+    const char* ts = PyUnicode_AsUTF8(typestr);
+    char kind = info.dtype.code == 6 ? 'b'
+                : info.dtype.code == kDLInt ? 'i'
+                : info.dtype.code == kDLUInt ? 'u' : 'f';
+    ok = ok && ts != nullptr && std::strlen(ts) >= 3 && ts[1] == kind &&
+         std::atoi(ts + 2) == info.itemsize;
+  }
+  PyErr_Clear();
+  Py_DECREF(iface);
+  return ok;
+}
+
+}  // namespace
+
+bool DescribeNumpyArray(PyObject* obj, NumpyInfo* out) {
+  if (g_numpy_layout == NumpyLayout::kRejected) return false;
+  PyTypeObject* type = Py_TYPE(obj);
+  if (g_numpy_type == nullptr) {
+    PyTypeObject* base = FindNumpyBase(type);
+    if (base == nullptr) return false;
+    if (static_cast<size_t>(base->tp_basicsize) < sizeof(NumpyArrayFields)) {
+      g_numpy_layout = NumpyLayout::kRejected;
+      return false;
+    }
+    g_numpy_type = base;
+  } else if (type != g_numpy_type && !PyType_IsSubtype(type, g_numpy_type)) {
+    return false;
+  }
+  const auto* a = reinterpret_cast<const NumpyArrayFields*>(obj);
+  const auto* descr = reinterpret_cast<const NumpyDescrHead*>(a->descr);
+  if ((a->flags & kNpyWriteable) == 0 || descr == nullptr ||
+      descr->byteorder == kForeignByteOrder || !NumpyDataType(descr->type_num, &out->dtype)) {
+    return false;
+  }
+  out->data = a->data;
+  out->ndim = a->nd;
+  static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "npy_intp is shared as int64_t");
+  out->shape = reinterpret_cast<int64_t*>(a->dimensions);
+  out->itemsize = out->dtype.bits / 8;
+  out->strides = nullptr;
+  if ((a->flags & kNpyCContiguous) == 0) {
+    for (int d = 0; d < a->nd; ++d) {
+      if (a->strides[d] % out->itemsize != 0) return false;
+    }
+    out->strides = a->strides;
+  }
+  if (g_numpy_layout == NumpyLayout::kUnknown) {
+    g_numpy_layout = LayoutMatches(obj, *out, a) ? NumpyLayout::kTrusted : NumpyLayout::kRejected;
+    if (g_numpy_layout == NumpyLayout::kRejected) return false;
+  }
+  return true;
+}
+
+// ---- Owned arrays over Python buffers --------------------------------------------------------
+
+bool DataTypeFromBufferFormat(const char* format, Py_ssize_t itemsize, DLDataType* out) {
+  const char* f = format == nullptr ? "B" : format;
+  if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>')) {
+    ++f;
+  } else if (*f == '<' || *f == '>' || *f == '!') {
+    return false;  // foreign byte order
+  }
+  if (f[0] == '\0' || f[1] != '\0') return false;  // structs, sub-arrays, pointers
+  if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8) return false;
+  uint8_t bits = static_cast<uint8_t>(8 * itemsize);
+  if (std::strchr("bhilqn", *f) != nullptr) {
+    *out = DLDataType{kDLInt, bits, 1};
+  } else if (std::strchr("BHILQN", *f) != nullptr) {
+    *out = DLDataType{kDLUInt, bits, 1};
+  } else if (std::strchr("efd", *f) != nullptr) {
+    *out = DLDataType{kDLFloat, bits, 1};
+  } else if (*f == '?') {
+    *out = DLDataType{6, bits, 1};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// A DLManagedTensor that holds a Py_buffer; the runtime's deleter releases it. The buffer is
+// filled in place (some exporters point view.shape into the Py_buffer itself).
+struct BufferTensor {
+  DLManagedTensor managed;
+  Py_buffer view;
+  int64_t shape[PyBUF_MAX_NDIM];
+  int64_t strides[PyBUF_MAX_NDIM];
+};
+
+void DeleteBufferTensor(DLManagedTensor* self) {
+  auto* bt = reinterpret_cast<BufferTensor*>(self);
+  // The runtime may free the array on any thread; releasing the buffer needs the GIL, and after
+  // interpreter shutdown leaking it is the only safe choice.
+  if (Py_IsInitialized()) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyBuffer_Release(&bt->view);
+    PyGILState_Release(gil);
+  }
+  delete bt;
+}
+
+TVMArrayHandle ArrayFromBuffer(PyObject* obj) {
+  auto* bt = new (std::nothrow) BufferTensor();
+  if (bt == nullptr) {
+    PyErr_NoMemory();
+    return nullptr;
+  }
+  Py_buffer& view = bt->view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS) != 0) {
+    delete bt;
+    return nullptr;
+  }
+  auto fail = [bt]() -> TVMArrayHandle {
+    PyBuffer_Release(&bt->view);
+    delete bt;
+    return nullptr;
+  };
+  DLTensor& t = bt->managed.dl_tensor;
+  if (!DataTypeFromBufferFormat(view.format, view.itemsize, &t.dtype)) {
+    PyErr_Format(PyExc_TypeError, "polyffi: buffer of '%s' has element format '%s' that DLPack "
+                 "cannot carry", Py_TYPE(obj)->tp_name,
+                 view.format != nullptr ? view.format : "B");
+    return fail();
+  }
+  t.data = view.buf;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = view.ndim;
+  t.shape = bt->shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  for (int d = 0; d < view.ndim; ++d) bt->shape[d] = view.shape[d];
+  if (view.strides != nullptr && !PyBuffer_IsContiguous(&view, 'C')) {
+    for (int d = 0; d < view.ndim; ++d) {
+      if (view.strides[d] % view.itemsize != 0) {
+        PyErr_SetString(PyExc_BufferError, "polyffi: buffer strides are not whole elements");
+        return fail();
+      }
+      bt->strides[d] = view.strides[d] / view.itemsize;
+    }
+    t.strides = bt->strides;
+  }
+  bt->managed.manager_ctx = nullptr;
+  bt->managed.deleter = DeleteBufferTensor;
+  TVMArrayHandle out = nullptr;
+  if (TVMArrayFromDLPack(&bt->managed, &out) != 0) {
+    RaiseLastError(-1);
+    return fail();
+  }
+  return out;
+}
+
+}  // namespace
+
+TVMArrayHandle OwnedArrayFromObject(PyObject* obj) {
+  if (IsDLPackProducer(obj)) return ArrayFromDLPackObject(obj);
+  if (PyObject_CheckBuffer(obj)) return ArrayFromBuffer(obj);
+  PyErr_Format(PyExc_TypeError, "polyffi: '%s' is not an array (no __dlpack__, no buffer)",
+               Py_TYPE(obj)->tp_name);
+  return nullptr;
 }
 
 // ---- DLPack out --------------------------------------------------------------------------------

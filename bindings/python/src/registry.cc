@@ -16,6 +16,51 @@ static PyObject* GetGlobal(PyObject*, PyObject* name) {
   return NewPackedFunc(f);
 }
 
+// polyffi.get_global_func(name, allow_missing=False), in C: a lookup is a hash-table probe in the
+// runtime, so a Python frame around it would be most of its cost. Nothing is cached here, so a
+// lookup always sees the current registration.
+static PyObject* GetGlobalFunc(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
+                               PyObject* kwnames) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  PyObject* name = nargs > 0 ? args[0] : nullptr;
+  PyObject* allow_missing = nargs > 1 ? args[1] : nullptr;
+  Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  bool bad = nargs > 2;
+  for (Py_ssize_t k = 0; k < nkw && !bad; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    PyObject* value = args[nargs + k];
+    if (PyUnicode_CompareWithASCIIString(key, "name") == 0 && name == nullptr) {
+      name = value;
+    } else if (PyUnicode_CompareWithASCIIString(key, "allow_missing") == 0 &&
+               allow_missing == nullptr) {
+      allow_missing = value;
+    } else {
+      bad = true;
+    }
+  }
+  if (bad || name == nullptr) {
+    PyErr_SetString(PyExc_TypeError,
+                    "get_global_func(name: str, allow_missing: bool = False) takes a name and "
+                    "an optional allow_missing");
+    return nullptr;
+  }
+  if (!PyUnicode_Check(name)) {
+    PyErr_Format(PyExc_TypeError, "get_global_func: name must be a str, got '%s'",
+                 Py_TYPE(name)->tp_name);
+    return nullptr;
+  }
+  const char* s = PyUnicode_AsUTF8(name);
+  if (s == nullptr) return nullptr;
+  TVMFunctionHandle f = nullptr;
+  if (!CheckCall(TVMFuncGetGlobal(s, &f))) return nullptr;
+  if (f != nullptr) return NewPackedFunc(f);
+  int missing_ok = allow_missing == nullptr ? 0 : PyObject_IsTrue(allow_missing);
+  if (missing_ok < 0) return nullptr;
+  if (missing_ok) Py_RETURN_NONE;
+  PyErr_Format(PyExc_ValueError, "Cannot find global function %U", name);
+  return nullptr;
+}
+
 static PyObject* RegisterGlobal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyUnicode_Check(args[0]) || !Py_IS_TYPE(args[1], &PackedFuncType)) {
     PyErr_SetString(PyExc_TypeError, "register_global(name: str, f: PackedFunc, override: bool)");
@@ -245,6 +290,11 @@ static PyObject* LastError(PyObject*, PyObject*) { return PyUnicode_FromString(T
 
 PyMethodDef kCoreMethods[] = {
     {"get_global", GetGlobal, METH_O, "Look up a global function; None when missing."},
+    {"get_global_func", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
+                            GetGlobalFunc)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "get_global_func(name, allow_missing=False)\n--\n\n"
+     "Look up a global function; ValueError when missing unless allow_missing."},
     {"register_global", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
                             RegisterGlobal)),
      METH_FASTCALL, "register_global(name, packed_func, override)"},

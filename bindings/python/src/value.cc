@@ -71,36 +71,80 @@ static int64_t StringTypeIndex() {
 
 // ---- ArgPack ----------------------------------------------------------------------------------
 
-ArgPack::ArgPack(Py_ssize_t n) : n_(static_cast<int>(n)) {
-  if (n <= kInline) {
-    values_ = inline_values_;
-    codes_ = inline_codes_;
-    bytes_ = inline_bytes_;
-  } else {
-    // Large argument lists are rare; one allocation for all three arrays.
-    values_ = static_cast<TVMValue*>(
-        std::malloc(n * (sizeof(TVMValue) + sizeof(int) + sizeof(TVMByteArray))));
-    bytes_ = reinterpret_cast<TVMByteArray*>(values_ + n);
-    codes_ = reinterpret_cast<int*>(bytes_ + n);
+void ArgPack::AllocateLarge(Py_ssize_t n) {
+  // Large argument lists are rare; one allocation for the three per-slot arrays.
+  void* block = std::malloc(n * (sizeof(Scratch) + sizeof(TVMValue) + sizeof(int)));
+  if (block == nullptr) {
+    n_ = -1;  // ok() is false; the caller raises MemoryError
+    values_ = nullptr;
+    codes_ = nullptr;
+    scratch_ = nullptr;
+    return;
   }
-  temps_ = inline_temps_;
+  scratch_ = static_cast<Scratch*>(block);
+  values_ = reinterpret_cast<TVMValue*>(scratch_ + n);
+  codes_ = reinterpret_cast<int*>(values_ + n);
 }
 
-ArgPack::~ArgPack() {
-  for (int i = 0; i < num_temps_; ++i) FreeHandle(temps_[i].handle, temps_[i].code);
+static void ReleaseTemp(void* ptr, int kind) {
+  switch (kind) {
+    case -1:  // kTempPyObject
+      Py_DECREF(static_cast<PyObject*>(ptr));
+      break;
+    case -2:  // kTempBuffer
+      PyBuffer_Release(static_cast<Py_buffer*>(ptr));
+      std::free(ptr);
+      break;
+    case -3:  // kTempMemory
+      std::free(ptr);
+      break;
+    default:
+      FreeHandle(ptr, kind);
+      break;
+  }
+}
+
+void ArgPack::ReleaseAll() {
+  for (int i = 0; i < num_temps_; ++i) ReleaseTemp(temps_[i].ptr, temps_[i].kind);
+  num_temps_ = 0;
   if (temps_ != inline_temps_) std::free(temps_);
-  if (values_ != inline_values_) std::free(values_);
+  temps_ = inline_temps_;
+  // The three per-slot arrays share one block that starts at scratch_.
+  if (values_ != inline_values_ && scratch_ != nullptr) std::free(scratch_);
+  values_ = inline_values_;
 }
 
-void ArgPack::AddTemp(void* handle, int code) {
+int ArgPack::AddTemp(void* ptr, int kind) {
+  static_assert(kTempPyObject == -1 && kTempBuffer == -2 && kTempMemory == -3,
+                "ReleaseTemp hard-codes the kinds");
   if (num_temps_ == cap_temps_) {
-    cap_temps_ *= 2;
-    Temp* grown = static_cast<Temp*>(std::malloc(cap_temps_ * sizeof(Temp)));
+    Temp* grown = static_cast<Temp*>(std::malloc(2 * cap_temps_ * sizeof(Temp)));
+    if (grown == nullptr) {
+      ReleaseTemp(ptr, kind);
+      PyErr_NoMemory();
+      return -1;
+    }
     std::memcpy(grown, temps_, num_temps_ * sizeof(Temp));
     if (temps_ != inline_temps_) std::free(temps_);
     temps_ = grown;
+    cap_temps_ *= 2;
   }
-  temps_[num_temps_++] = Temp{handle, code};
+  temps_[num_temps_++] = Temp{ptr, kind};
+  return 0;
+}
+
+int64_t* ArgPack::AllocInt64(int count) {
+  if (strides_used_ + count <= kStridePool) {
+    int64_t* out = stride_pool_ + strides_used_;
+    strides_used_ += count;
+    return out;
+  }
+  auto* out = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * (count > 0 ? count : 1)));
+  if (out == nullptr) {
+    PyErr_NoMemory();
+    return nullptr;
+  }
+  return AddTemp(out, kTempMemory) == 0 ? out : nullptr;
 }
 
 // A str with embedded NUL bytes travels as a runtime.String object (ABI.md section 6).
@@ -121,7 +165,125 @@ static void* MakeRuntimeString(const char* data, Py_ssize_t size) {
   return ret.v_handle;
 }
 
-int ArgPack::Set(int i, PyObject* arg) {
+// Byte strides -> element strides; false when a stride is not a whole number of elements.
+static bool ElementStrides(const Py_ssize_t* bytes, int ndim, int itemsize, int64_t* out) {
+  for (int d = 0; d < ndim; ++d) {
+    if (bytes[d] % itemsize != 0) return false;
+    out[d] = bytes[d] / itemsize;
+  }
+  return true;
+}
+
+// A view of a buffer-protocol object. The Py_buffer is held until the call returns.
+int ArgPack::SetBufferView(int i, PyObject* arg) {
+  auto* view = static_cast<Py_buffer*>(std::malloc(sizeof(Py_buffer)));
+  if (view == nullptr) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  if (PyObject_GetBuffer(arg, view, PyBUF_RECORDS) != 0) {
+    std::free(view);
+    return -1;
+  }
+  if (AddTemp(view, kTempBuffer) != 0) return -1;  // released from here on by the pack
+  DLTensor& t = scratch_[i].tensor;
+  if (!DataTypeFromBufferFormat(view->format, view->itemsize, &t.dtype)) {
+    PyErr_Format(PyExc_TypeError,
+                 "polyffi: argument %d: buffer of '%s' has element format '%s' that DLPack "
+                 "cannot carry",
+                 i, Py_TYPE(arg)->tp_name, view->format != nullptr ? view->format : "B");
+    return -1;
+  }
+  t.data = view->buf;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = view->ndim;
+  t.byte_offset = 0;
+  static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "shape arrays are shared with CPython");
+  t.shape = reinterpret_cast<int64_t*>(view->shape);
+  t.strides = nullptr;
+  if (view->strides != nullptr && !PyBuffer_IsContiguous(view, 'C')) {
+    t.strides = AllocInt64(view->ndim);
+    if (t.strides == nullptr) return -1;
+    if (!ElementStrides(view->strides, view->ndim, static_cast<int>(view->itemsize),
+                        t.strides)) {
+      PyErr_Format(PyExc_BufferError,
+                   "polyffi: argument %d: buffer strides are not whole elements", i);
+      return -1;
+    }
+  }
+  values_[i].v_handle = &t;
+  codes_[i] = kTVMDLTensorHandle;
+  return 0;
+}
+
+// A view of a __dlpack__ producer (torch, jax, ...): the capsule stays unconsumed and alive until
+// the call returns; its own destructor then runs the producer's deleter.
+int ArgPack::SetDLPackView(int i, PyObject* arg) {
+  PyObject* capsule = PyObject_CallMethod(arg, "__dlpack__", nullptr);
+  if (capsule == nullptr) return -1;
+  if (AddTemp(capsule, kTempPyObject) != 0) return -1;
+  const DLTensor* src = nullptr;
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    src = &static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"))->dl_tensor;
+  } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    auto* v = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    if (v->version.major != 1) {
+      PyErr_Format(PyExc_BufferError, "polyffi: unsupported DLPack version %u.%u",
+                   v->version.major, v->version.minor);
+      return -1;
+    }
+    src = &v->dl_tensor;
+  } else {
+    PyErr_Format(PyExc_TypeError,
+                 "polyffi: argument %d: %s.__dlpack__() did not return a DLPack capsule", i,
+                 Py_TYPE(arg)->tp_name);
+    return -1;
+  }
+  // A copy of the struct, so that every view of this pack lives in scratch_ (see ViewSlot).
+  scratch_[i].tensor = *src;
+  values_[i].v_handle = &scratch_[i].tensor;
+  codes_[i] = kTVMDLTensorHandle;
+  return 0;
+}
+
+// Arrays of any kind. *handled is false when arg is not an array at all.
+int ArgPack::SetArray(int i, PyObject* arg, bool* handled) {
+  *handled = true;
+  NumpyInfo np;
+  if (allow_views_ && DescribeNumpyArray(arg, &np)) {
+    DLTensor& t = scratch_[i].tensor;
+    t.data = np.data;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = np.ndim;
+    t.dtype = np.dtype;
+    t.shape = np.shape;
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    if (np.strides != nullptr) {
+      t.strides = AllocInt64(np.ndim);
+      if (t.strides == nullptr) return -1;
+      ElementStrides(np.strides, np.ndim, np.itemsize, t.strides);  // checked by Describe
+    }
+    values_[i].v_handle = &t;
+    codes_[i] = kTVMDLTensorHandle;
+    return 0;
+  }
+  if (IsDLPackProducer(arg)) {
+    if (allow_views_ && !PyCapsule_CheckExact(arg)) return SetDLPackView(i, arg);
+    // Owned: a capsule passed as such is consumed, like nd.from_dlpack does.
+    TVMArrayHandle nd = ArrayFromDLPackObject(arg);
+    if (nd == nullptr) return -1;
+    if (AddTemp(nd, kTVMNDArrayHandle) != 0) return -1;
+    values_[i].v_handle = nd;
+    codes_[i] = kTVMNDArrayHandle;
+    return 0;
+  }
+  *handled = false;
+  return 0;
+}
+
+int ArgPack::SetSlow(int i, PyObject* arg) {
   TVMValue& v = values_[i];
   int& code = codes_[i];
   if (arg == Py_None) {
@@ -130,6 +292,27 @@ int ArgPack::Set(int i, PyObject* arg) {
     return 0;
   }
   PyTypeObject* type = Py_TYPE(arg);
+  if (PyUnicode_Check(arg)) {
+    Py_ssize_t size = 0;
+    const char* s;
+    if (PyUnicode_IS_COMPACT_ASCII(arg)) {  // the common case: the data is already UTF-8
+      s = static_cast<const char*>(PyUnicode_DATA(arg));
+      size = PyUnicode_GET_LENGTH(arg);
+    } else {
+      s = PyUnicode_AsUTF8AndSize(arg, &size);  // cached in the str object
+      if (s == nullptr) return -1;
+    }
+    if (std::memchr(s, '\0', static_cast<size_t>(size)) == nullptr) {
+      v.v_str = s;
+      code = kTVMStr;
+      return 0;
+    }
+    void* obj = MakeRuntimeString(s, size);
+    if (obj == nullptr || AddTemp(obj, kTVMObjectHandle) != 0) return -1;
+    v.v_handle = obj;
+    code = kTVMObjectHandle;
+    return 0;
+  }
   if (type == &PyBool_Type) {
     v.v_int64 = arg == Py_True;
     code = kTVMArgBool;
@@ -153,22 +336,6 @@ int ArgPack::Set(int i, PyObject* arg) {
     code = kTVMArgFloat;
     return 0;
   }
-  if (PyUnicode_Check(arg)) {
-    Py_ssize_t size = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(arg, &size);  // cached in the str object
-    if (s == nullptr) return -1;
-    if (static_cast<size_t>(size) == std::strlen(s)) {
-      v.v_str = s;
-      code = kTVMStr;
-      return 0;
-    }
-    void* obj = MakeRuntimeString(s, size);
-    if (obj == nullptr) return -1;
-    AddTemp(obj, kTVMObjectHandle);
-    v.v_handle = obj;
-    code = kTVMObjectHandle;
-    return 0;
-  }
   if (PyObject_TypeCheck(arg, &ObjectBaseType)) {
     auto* h = reinterpret_cast<HandleObject*>(arg);
     if (h->handle == nullptr) {
@@ -182,10 +349,10 @@ int ArgPack::Set(int i, PyObject* arg) {
   }
   if (PyBytes_Check(arg) || PyByteArray_Check(arg)) {
     bool is_bytes = PyBytes_Check(arg);
-    bytes_[i].data = is_bytes ? PyBytes_AS_STRING(arg) : PyByteArray_AS_STRING(arg);
-    bytes_[i].size = static_cast<size_t>(is_bytes ? PyBytes_GET_SIZE(arg)
-                                                  : PyByteArray_GET_SIZE(arg));
-    v.v_handle = &bytes_[i];
+    TVMByteArray& b = scratch_[i].bytes;
+    b.data = is_bytes ? PyBytes_AS_STRING(arg) : PyByteArray_AS_STRING(arg);
+    b.size = static_cast<size_t>(is_bytes ? PyBytes_GET_SIZE(arg) : PyByteArray_GET_SIZE(arg));
+    v.v_handle = &b;
     code = kTVMBytes;
     return 0;
   }
@@ -201,8 +368,7 @@ int ArgPack::Set(int i, PyObject* arg) {
   }
   if (PyList_Check(arg) || PyTuple_Check(arg) || PyDict_Check(arg)) {
     void* obj = PyDict_Check(arg) ? MakeMap(arg) : MakeArray(arg);
-    if (obj == nullptr) return -1;
-    AddTemp(obj, kTVMObjectHandle);
+    if (obj == nullptr || AddTemp(obj, kTVMObjectHandle) != 0) return -1;
     v.v_handle = obj;
     code = kTVMObjectHandle;
     return 0;
@@ -212,27 +378,21 @@ int ArgPack::Set(int i, PyObject* arg) {
     code = kTVMOpaqueHandle;
     return 0;
   }
-  if (IsDLPackProducer(arg)) {
-    TVMArrayHandle nd = ArrayFromDLPackObject(arg);
-    if (nd == nullptr) return -1;
-    AddTemp(nd, kTVMNDArrayHandle);
-    v.v_handle = nd;
-    code = kTVMNDArrayHandle;
-    return 0;
-  }
+  bool handled = false;
+  int rc = SetArray(i, arg, &handled);
+  if (handled) return rc;
   if (PyCallable_Check(arg)) {
     TVMFunctionHandle f = CallbackFromCallable(arg);
-    if (f == nullptr) return -1;
-    AddTemp(f, kTVMPackedFuncHandle);
+    if (f == nullptr || AddTemp(f, kTVMPackedFuncHandle) != 0) return -1;
     v.v_handle = f;
     code = kTVMPackedFuncHandle;
     return 0;
   }
-  // numpy scalars and other number-likes.
+  // numpy scalars and other number-likes (before buffers: numpy scalars export a buffer too).
   if (PyIndex_Check(arg)) {
     PyObject* index = PyNumber_Index(arg);
     if (index == nullptr) return -1;
-    int rc = Set(i, index);
+    rc = Set(i, index);
     Py_DECREF(index);
     return rc;
   }
@@ -241,6 +401,14 @@ int ArgPack::Set(int i, PyObject* arg) {
     if (d == -1.0 && PyErr_Occurred()) return -1;
     v.v_float64 = d;
     code = kTVMArgFloat;
+    return 0;
+  }
+  if (PyObject_CheckBuffer(arg)) {  // memoryview, array.array, ...
+    if (allow_views_) return SetBufferView(i, arg);
+    TVMArrayHandle nd = OwnedArrayFromObject(arg);
+    if (nd == nullptr || AddTemp(nd, kTVMNDArrayHandle) != 0) return -1;
+    v.v_handle = nd;
+    code = kTVMNDArrayHandle;
     return 0;
   }
   PyErr_Format(PyExc_TypeError, "polyffi: argument %d: unsupported argument type '%s'", i,
@@ -272,7 +440,12 @@ void* MakeArray(PyObject* seq) {
   PyObject** items = PySequence_Fast_ITEMS(fast);
   void* result = nullptr;
   {
-    ArgPack pack(n);
+    ArgPack pack(n, /*allow_views=*/false);
+    if (!pack.ok()) {
+      Py_DECREF(fast);
+      PyErr_NoMemory();
+      return nullptr;
+    }
     int i = 0;
     for (; i < n; ++i) {
       if (pack.Set(i, items[i]) != 0) break;
@@ -287,7 +460,11 @@ void* MakeMap(PyObject* dict) {
   TVMFunctionHandle f = CachedGlobal(kRuntimeMap);
   if (f == nullptr) return nullptr;
   Py_ssize_t n = PyDict_Size(dict);
-  ArgPack pack(2 * n);
+  ArgPack pack(2 * n, /*allow_views=*/false);
+  if (!pack.ok()) {
+    PyErr_NoMemory();
+    return nullptr;
+  }
   Py_ssize_t pos = 0;
   PyObject *key, *value;
   int i = 0;
