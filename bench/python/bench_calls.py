@@ -1,9 +1,12 @@
 """Call overhead of the polyffi Python binding, side by side with its peers, in one run.
 
-Peers: apache-tvm-ffi (PyPI `apache-tvm-ffi`), a tiny nanobind extension with the same
-operations (bench/python/nb_ext, built here on first use) and ctypes over the same C ABI (the
-classic TVM ctypes approach). Prints ns per call (best of several repetitions, the Python loop
-included, as in MEASURED.md) and each peer's ratio to polyffi. Never asserts a time.
+Peers: apache-tvm-ffi (PyPI `apache-tvm-ffi`; its add3 / call_n are the C benchmark's fixtures in
+build/lib/libbench_tvm_ffi_fixtures.so), a tiny nanobind extension with the same operations
+(bench/python/nb_ext, built here on first use and when its source changes), the same nanobind
+functions with the GIL released around the body ("nb+GIL rel.", the floor for a binding that
+must release the GIL as polyffi's spec requires) and ctypes over the same C ABI (the classic TVM
+ctypes approach). Prints ns per call (best of several repetitions, the Python loop included, as
+in MEASURED.md) and each peer's ratio to polyffi. Never asserts a time.
 
     python bench/python/bench_calls.py [--quick]
 
@@ -45,11 +48,15 @@ def best_ns(fn, n: int, reps: int) -> float:
 
 def load_nanobind():
     build = HERE / "build" / "nb_ext"
+    source = HERE / "nb_ext" / "nb_bench.cc"
+    built = sorted(build.glob("nb_bench*.so"))
+    stale = not built or built[0].stat().st_mtime < source.stat().st_mtime
     sys.path.insert(0, str(build))
-    try:
-        return importlib.import_module("nb_bench")
-    except ImportError:
-        pass
+    if not stale:
+        try:
+            return importlib.import_module("nb_bench")
+        except ImportError:
+            pass
     try:
         subprocess.run(["cmake", "-S", str(HERE / "nb_ext"), "-B", str(build), "-G", "Ninja",
                         "-DCMAKE_BUILD_TYPE=Release",
@@ -69,6 +76,16 @@ def load_tvm_ffi():
     except ImportError as e:
         print(f"# apache-tvm-ffi unavailable: {e}", file=sys.stderr)
         return None
+    # bench.add3 / bench.call_n for tvm-ffi: the C benchmark's fixture library (bench/calls/
+    # tvm_ffi_fixtures.cc), registered into the tvm_ffi already loaded here (same soname).
+    fixtures = LIB_DIR / "libbench_tvm_ffi_fixtures.so"
+    if fixtures.exists():
+        try:
+            ctypes.CDLL(str(fixtures), os.RTLD_GLOBAL)
+        except OSError as e:
+            print(f"# tvm-ffi fixtures unavailable: {e}", file=sys.stderr)
+    else:
+        print(f"# {fixtures} not built: no tvm-ffi add3/call_n", file=sys.stderr)
     return tvm_ffi
 
 
@@ -198,6 +215,10 @@ def main() -> None:
             "echo(16-byte str)": loop(tf_echo, s16),
             "get_global_func": loop(tf.get_global_func, "testing.nop"),
         }
+        tf_add3 = tf.get_global_func("bench.add3", allow_missing=True)
+        tf_call_n = tf.get_global_func("bench.call_n", allow_missing=True)
+        if tf_add3 is not None:
+            peers["tvm-ffi"]["add3(1, 2, 3)"] = loop(tf_add3, 1, 2, 3)
         try:
             tf_nop(*arrays)
             peers["tvm-ffi"]["nop(x, y, z) numpy"] = loop(tf_nop, *arrays)
@@ -210,6 +231,11 @@ def main() -> None:
             "echo(16-byte str)": loop(nb.echo, s16),
             "nop(x, y, z) numpy": loop(nb.nop, *arrays),
         }
+        if hasattr(nb, "nop_nogil"):
+            peers["nb+GIL rel."] = {
+                "nop()": loop(nb.nop_nogil),
+                "add3(1, 2, 3)": loop(nb.add3_nogil, 1, 2, 3),
+            }
     h_nop, h_add3, h_echo = ct.get("testing.nop"), ct.get("testing.add3"), ct.get("testing.echo")
     peers["ctypes"] = {
         "nop()": loop(ct.call, h_nop),
@@ -225,6 +251,9 @@ def main() -> None:
 
     # Callbacks: native code calls a Python function n_cb times; ns per callback.
     cb_row = {"polyffi": best_ns(lambda k: t.call_n(cb, k), n_cb, 3)}
+    if tf is not None and tf_call_n is not None:
+        assert tf_call_n(cb, 1000) == t.call_n(cb, 1000) == 499500
+        cb_row["tvm-ffi"] = best_ns(lambda k: tf_call_n(cb, k), n_cb, 3)
     if nb is not None:
         cb_row["nanobind"] = best_ns(lambda k: nb.call_n(cb, k), n_cb, 3)
     h_cb, keep = ct.callback(cb)

@@ -206,8 +206,60 @@ static POLYFFI_COLD PyObject* ArrayOfArgument(PyObject* arg) {
   return WrapHandle(nd, kTVMNDArrayHandle);
 }
 
-// The call path: convert (scalars inline, arrays as stack views), release the GIL around
-// TVMFuncCall as the spec requires, convert the result. No allocation for scalar arguments.
+// One argument of the scalar fast path: exact int (one machine word), float, None, an ASCII str
+// without NUL, or a function/array/object handle. False sends the whole call to the general path.
+static inline bool FastArg(PyObject* arg, TVMValue* v, int* code) {
+  PyTypeObject* type = Py_TYPE(arg);
+  if (type == &PyLong_Type) {
+    *code = kTVMArgInt;
+    return CompactLongValue(arg, &v->v_int64);
+  }
+  if (type == &PyFloat_Type) {
+    v->v_float64 = PyFloat_AS_DOUBLE(arg);
+    *code = kTVMArgFloat;
+    return true;
+  }
+  if (type == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(arg)) {
+    // Compact ASCII data is its own NUL-terminated UTF-8; an embedded NUL needs runtime.String.
+    const char* s = static_cast<const char*>(PyUnicode_DATA(arg));
+    v->v_str = s;
+    *code = kTVMStr;
+    return std::memchr(s, '\0', static_cast<size_t>(PyUnicode_GET_LENGTH(arg))) == nullptr;
+  }
+  if (arg == Py_None) {
+    v->v_handle = nullptr;
+    *code = kTVMNullptr;
+    return true;
+  }
+  return false;
+}
+
+static PyObject* FinishCall(int rc, TVMValue ret, int ret_code) {
+  if (POLYFFI_UNLIKELY(rc != 0)) return RaiseLastError(rc);
+  return ReturnToPythonFast(ret, ret_code);
+}
+
+// Every other call: arrays as stack views, temporaries (callbacks, containers, NUL strings).
+static POLYFFI_COLD PyObject* GeneralCall(HandleObject* f, PyObject* const* args, Py_ssize_t n) {
+  ArgPack pack(n, /*allow_views=*/true);
+  if (!pack.ok()) return PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (pack.Set(static_cast<int>(i), args[i]) != 0) return nullptr;
+  }
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  int rc = CallReleasingGIL(f->handle, pack.values(), pack.codes(), static_cast<int>(n), &ret,
+                            &ret_code);
+  if (rc == 0 && ret_code == kTVMDLTensorHandle) {
+    int slot = pack.ViewSlot(ret.v_handle);
+    if (slot >= 0) return ArrayOfArgument(args[slot]);
+  }
+  return FinishCall(rc, ret, ret_code);
+}
+
+// The call path. Calls whose arguments are all plain scalars (the common case) convert them
+// into stack arrays with no allocation and no call into CPython; anything else takes
+// GeneralCall. The GIL is released around TVMFuncCall as the spec requires.
 static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                       PyObject* kwnames) {
   auto* f = reinterpret_cast<HandleObject*>(self);
@@ -216,21 +268,17 @@ static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, siz
       !CheckUnusualCall(f, n, kwnames)) {
     return nullptr;
   }
-  ArgPack pack(n, /*allow_views=*/true);
-  if (POLYFFI_UNLIKELY(!pack.ok())) return PyErr_NoMemory();
+  constexpr Py_ssize_t kFastArgs = 6;
+  if (n > kFastArgs) return GeneralCall(f, args, n);
+  TVMValue values[kFastArgs];
+  int codes[kFastArgs];
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (pack.Set(static_cast<int>(i), args[i]) != 0) return nullptr;
+    if (!FastArg(args[i], &values[i], &codes[i])) return GeneralCall(f, args, n);
   }
   TVMValue ret;
   int ret_code = kTVMNullptr;
-  int rc = CallReleasingGIL(f->handle, pack.values(), pack.codes(), static_cast<int>(n), &ret,
-                            &ret_code);
-  if (POLYFFI_UNLIKELY(rc != 0)) return RaiseLastError(rc);
-  if (POLYFFI_UNLIKELY(ret_code == kTVMDLTensorHandle)) {
-    int slot = pack.ViewSlot(ret.v_handle);
-    if (slot >= 0) return ArrayOfArgument(args[slot]);
-  }
-  return ReturnToPythonFast(ret, ret_code);
+  int rc = CallReleasingGIL(f->handle, values, codes, static_cast<int>(n), &ret, &ret_code);
+  return FinishCall(rc, ret, ret_code);
 }
 
 static PyObject* PackedFuncNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
