@@ -19,6 +19,12 @@ from . import errors
 
 _core._set_hooks(_error_from_text, FFIError, _object_classes, Object, Module, NDArray)
 
+import atexit as _atexit
+
+# Runs before interpreter finalization starts: native threads still inside a callback or a
+# finalizer finish first, and later ones leave Python alone (see callback.cc, ScopedGIL).
+_atexit.register(_core._before_shutdown)
+
 __all__ = [
     "__version__", "runtime_version", "FFIError", "TVMError", "InternalError", "register_error",
     "Array", "Map", "Object", "DataType", "Device", "cpu", "device", "register_object",

@@ -1,9 +1,12 @@
 // Python callable -> runtime function: the trampoline (TVMPackedCFunc) and its finalizer.
 //
 // The resource handle is an owned reference to the callable. Both the trampoline and the
-// finalizer may run on native threads Python did not create, so they take the GIL with
-// PyGILState_Ensure, and they refuse to touch an interpreter that is gone or going.
+// finalizer may run on native threads Python did not create, so they take the GIL through
+// ScopedGIL, and they refuse to touch an interpreter that is gone or going.
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "common.h"
 
@@ -16,6 +19,53 @@ static bool InterpreterAlive() {
 #else
   return !_Py_IsFinalizing();
 #endif
+}
+
+// ---- Entering the interpreter from any thread ------------------------------------------------
+//
+// A thread without a Python thread state that waits for the GIL while the interpreter starts
+// finalizing is ended by CPython with pthread_exit; the forced unwind through the runtime's
+// noexcept C++ frames (an ObjectRef destructor dropping the last reference to a callback) then
+// aborts the process ("terminate called without an active exception"). So such threads count
+// themselves in flight, and the atexit hook below, which runs before finalization starts, stops
+// new entries and lets the ones in flight finish before the interpreter goes away.
+
+static std::atomic<bool> g_shutting_down{false};
+static std::atomic<int> g_foreign_in_flight{0};
+
+ScopedGIL::ScopedGIL() {
+  if (!InterpreterAlive()) return;
+  // Threads with a Python thread state (the main thread running atexit handlers, threading
+  // threads) enter as usual until finalization starts.
+  if (PyGILState_GetThisThreadState() == nullptr) {  // a thread Python did not create
+    if (g_shutting_down.load()) return;
+    g_foreign_in_flight.fetch_add(1);
+    if (g_shutting_down.load()) {  // seq_cst pairs with BeforeShutdown's store and load
+      g_foreign_in_flight.fetch_sub(1);
+      return;
+    }
+    counted_ = true;
+  }
+  state_ = PyGILState_Ensure();
+  ok_ = true;
+}
+
+ScopedGIL::~ScopedGIL() {
+  if (ok_) PyGILState_Release(state_);
+  if (counted_) g_foreign_in_flight.fetch_sub(1);
+}
+
+PyObject* BeforeShutdown(PyObject*, PyObject*) {
+  g_shutting_down.store(true);
+  // Entries in flight need the GIL to finish; give it up until they are done. Bounded, so that a
+  // callback that never returns cannot hang the exit.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (g_foreign_in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    Py_BEGIN_ALLOW_THREADS
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_END_ALLOW_THREADS
+  }
+  Py_RETURN_NONE;
 }
 
 // Converts one callback argument; ints (the common case) without a call through the switch.
@@ -60,11 +110,11 @@ static POLYFFI_COLD void DetachKeptViews(PyObject** py_args, const int* codes, i
 
 static int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
                       void* resource_handle) {
-  if (POLYFFI_UNLIKELY(!InterpreterAlive())) {
+  ScopedGIL gil;
+  if (POLYFFI_UNLIKELY(!gil.ok())) {
     TVMAPISetLastError("RuntimeError: the Python interpreter is shutting down");
     return -1;
   }
-  PyGILState_STATE gil = PyGILState_Ensure();
   auto* callable = static_cast<PyObject*>(resource_handle);
   constexpr int kInline = 8;
   // Slot 0 is scratch for PY_VECTORCALL_ARGUMENTS_OFFSET (lets bound methods avoid a copy).
@@ -73,7 +123,6 @@ static int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValue
   if (POLYFFI_UNLIKELY(num_args > kInline)) {
     slots = static_cast<PyObject**>(std::malloc((num_args + 1) * sizeof(PyObject*)));
     if (slots == nullptr) {
-      PyGILState_Release(gil);
       TVMAPISetLastError("MemoryError: out of memory converting callback arguments");
       return -1;
     }
@@ -104,16 +153,13 @@ static int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValue
   if (POLYFFI_UNLIKELY(has_view)) DetachKeptViews(py_args, type_codes, converted);
   for (int i = 0; i < converted; ++i) Py_DECREF(py_args[i]);
   if (slots != inline_args) std::free(slots);
-  PyGILState_Release(gil);
   return rc;
 }
 
 static void Finalizer(void* resource_handle) {
   // During interpreter shutdown, leaking the callable is the only safe choice.
-  if (!InterpreterAlive()) return;
-  PyGILState_STATE gil = PyGILState_Ensure();
-  Py_DECREF(static_cast<PyObject*>(resource_handle));
-  PyGILState_Release(gil);
+  ScopedGIL gil;
+  if (gil.ok()) Py_DECREF(static_cast<PyObject*>(resource_handle));
 }
 
 TVMFunctionHandle CallbackFromCallable(PyObject* callable) {

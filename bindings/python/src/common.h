@@ -84,6 +84,8 @@ inline bool CompactLongValue(PyObject* obj, int64_t* out) {
 #endif
 }
 
+struct NumpyInfo;  // ndarray.cc
+
 // Arguments converted from Python; up to kInline of them live on the stack. Temporaries created
 // for the call (callbacks, containers, arrays, NUL-carrying strings, buffer exports) are
 // released by the destructor, which must run with the GIL held.
@@ -156,6 +158,7 @@ class ArgPack {
 
   int SetSlow(int i, PyObject* arg);
   int SetArray(int i, PyObject* arg, bool* handled);
+  int SetNumpyView(int i, const NumpyInfo& np);
   int SetBufferView(int i, PyObject* arg);
   int SetDLPackView(int i, PyObject* arg);
   int64_t* AllocInt64(int count);
@@ -239,6 +242,9 @@ struct NumpyInfo {
 // order, a dtype with a DLPack code, strides that are whole elements. False means "take the
 // generic path" (which raises numpy's own error for arrays DLPack cannot carry); never fails.
 bool DescribeNumpyArray(PyObject* obj, NumpyInfo* out);
+// numpy.ndarray once an argument has shown it exists (found by name in the argument's MRO);
+// NULL before. Lets the argument converter test for the common exact type first.
+extern PyTypeObject* g_numpy_type;
 // Parses a buffer-protocol format of one element ("f", "<i4"-style chars) into a DLPack type.
 bool DataTypeFromBufferFormat(const char* format, Py_ssize_t itemsize, DLDataType* out);
 
@@ -255,6 +261,26 @@ extern PyObject* g_ffi_error_class;  // polyffi.FFIError
 extern PyObject* g_error_factory;  // polyffi.errors._error_from_text
 
 // ---- Callbacks (callback.cc) -------------------------------------------------------------------
+// Holds the GIL for a callback, finalizer or deleter that may run on any thread, including
+// threads Python did not create. ok() is false (and nothing was taken) once the interpreter is
+// gone or shutting down; the caller must then leave Python objects alone.
+class ScopedGIL {
+ public:
+  ScopedGIL();
+  ~ScopedGIL();
+  ScopedGIL(const ScopedGIL&) = delete;
+  ScopedGIL& operator=(const ScopedGIL&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+  bool counted_ = false;
+  PyGILState_STATE state_ = PyGILState_UNLOCKED;
+};
+// _core._before_shutdown, registered with atexit by the package: stops new entries from threads
+// Python did not create and waits (GIL released) for those in flight.
+PyObject* BeforeShutdown(PyObject*, PyObject*);
+
 // Wraps a Python callable as a new owned function handle. NULL with a Python error set.
 TVMFunctionHandle CallbackFromCallable(PyObject* callable);
 

@@ -115,31 +115,25 @@ constexpr char kForeignByteOrder = PY_LITTLE_ENDIAN ? '>' : '<';
 
 enum class NumpyLayout { kUnknown, kTrusted, kRejected };
 NumpyLayout g_numpy_layout = NumpyLayout::kUnknown;
-PyTypeObject* g_numpy_type = nullptr;  // numpy.ndarray, found by name in an argument's MRO
 
-// DLPack type of a builtin numpy type number (NPY_BOOL = 0 ... NPY_DOUBLE = 12, NPY_HALF = 23).
-bool NumpyDataType(int type_num, DLDataType* out) {
-  auto make = [out](uint8_t code, size_t bytes) {
-    *out = DLDataType{code, static_cast<uint8_t>(8 * bytes), 1};
-    return true;
-  };
-  switch (type_num) {
-    case 0: return make(6, 1);  // kDLBool, as numpy's own DLPack export
-    case 1: return make(kDLInt, 1);
-    case 2: return make(kDLUInt, 1);
-    case 3: return make(kDLInt, sizeof(short));
-    case 4: return make(kDLUInt, sizeof(short));
-    case 5: return make(kDLInt, sizeof(int));
-    case 6: return make(kDLUInt, sizeof(int));
-    case 7: return make(kDLInt, sizeof(long));
-    case 8: return make(kDLUInt, sizeof(long));
-    case 9: return make(kDLInt, sizeof(long long));
-    case 10: return make(kDLUInt, sizeof(long long));
-    case 11: return make(kDLFloat, sizeof(float));
-    case 12: return make(kDLFloat, sizeof(double));
-    case 23: return make(kDLFloat, 2);
-    default: return false;
-  }
+// DLPack types of the builtin numpy type numbers (NPY_BOOL = 0 ... NPY_DOUBLE = 12, NPY_HALF =
+// 23); bits 0 marks a type DLPack has no code for (long double, complex, object, ...).
+constexpr DLDataType kNoType{0, 0, 0};
+constexpr DLDataType NpyInt(int bytes) { return DLDataType{kDLInt, uint8_t(8 * bytes), 1}; }
+constexpr DLDataType NpyUInt(int bytes) { return DLDataType{kDLUInt, uint8_t(8 * bytes), 1}; }
+constexpr DLDataType kNumpyTypes[24] = {
+    DLDataType{6, 8, 1},  // bool as kDLBool, like numpy's own DLPack export
+    NpyInt(1), NpyUInt(1), NpyInt(sizeof(short)), NpyUInt(sizeof(short)),
+    NpyInt(sizeof(int)), NpyUInt(sizeof(int)), NpyInt(sizeof(long)), NpyUInt(sizeof(long)),
+    NpyInt(sizeof(long long)), NpyUInt(sizeof(long long)),
+    DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1},
+    kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType,
+    DLDataType{kDLFloat, 16, 1}};
+
+inline bool NumpyDataType(int type_num, DLDataType* out) {
+  if (type_num < 0 || type_num >= 24 || kNumpyTypes[type_num].bits == 0) return false;
+  *out = kNumpyTypes[type_num];
+  return true;
 }
 
 PyTypeObject* FindNumpyBase(PyTypeObject* type) {
@@ -192,6 +186,8 @@ bool LayoutMatches(PyObject* obj, const NumpyInfo& info, const NumpyArrayFields*
 }
 
 }  // namespace
+
+PyTypeObject* g_numpy_type = nullptr;
 
 bool DescribeNumpyArray(PyObject* obj, NumpyInfo* out) {
   if (g_numpy_layout == NumpyLayout::kRejected) return false;
@@ -273,10 +269,9 @@ void DeleteBufferTensor(DLManagedTensor* self) {
   auto* bt = reinterpret_cast<BufferTensor*>(self);
   // The runtime may free the array on any thread; releasing the buffer needs the GIL, and after
   // interpreter shutdown leaking it is the only safe choice.
-  if (Py_IsInitialized()) {
-    PyGILState_STATE gil = PyGILState_Ensure();
-    PyBuffer_Release(&bt->view);
-    PyGILState_Release(gil);
+  {
+    ScopedGIL gil;
+    if (gil.ok()) PyBuffer_Release(&bt->view);
   }
   delete bt;
 }

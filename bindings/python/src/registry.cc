@@ -314,6 +314,8 @@ PyMethodDef kCoreMethods[] = {
     {"clear_error_stash", ClearErrorStashPy, METH_NOARGS,
      "Forget the exception kept for re-raising on this thread."},
     {"_set_hooks", SetHooks, METH_VARARGS, nullptr},
+    {"_before_shutdown", BeforeShutdown, METH_NOARGS,
+     "atexit hook: wait for callbacks and finalizers running on native threads."},
     {"_clear_class_cache", ClearClassCachePy, METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -247,28 +247,30 @@ int ArgPack::SetDLPackView(int i, PyObject* arg) {
   return 0;
 }
 
+int ArgPack::SetNumpyView(int i, const NumpyInfo& np) {
+  DLTensor& t = scratch_[i].tensor;
+  t.data = np.data;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = np.ndim;
+  t.dtype = np.dtype;
+  t.shape = np.shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  if (np.strides != nullptr) {
+    t.strides = AllocInt64(np.ndim);
+    if (t.strides == nullptr) return -1;
+    ElementStrides(np.strides, np.ndim, np.itemsize, t.strides);  // checked by Describe
+  }
+  values_[i].v_handle = &t;
+  codes_[i] = kTVMDLTensorHandle;
+  return 0;
+}
+
 // Arrays of any kind. *handled is false when arg is not an array at all.
 int ArgPack::SetArray(int i, PyObject* arg, bool* handled) {
   *handled = true;
   NumpyInfo np;
-  if (allow_views_ && DescribeNumpyArray(arg, &np)) {
-    DLTensor& t = scratch_[i].tensor;
-    t.data = np.data;
-    t.device = DLDevice{kDLCPU, 0};
-    t.ndim = np.ndim;
-    t.dtype = np.dtype;
-    t.shape = np.shape;
-    t.strides = nullptr;
-    t.byte_offset = 0;
-    if (np.strides != nullptr) {
-      t.strides = AllocInt64(np.ndim);
-      if (t.strides == nullptr) return -1;
-      ElementStrides(np.strides, np.ndim, np.itemsize, t.strides);  // checked by Describe
-    }
-    values_[i].v_handle = &t;
-    codes_[i] = kTVMDLTensorHandle;
-    return 0;
-  }
+  if (allow_views_ && DescribeNumpyArray(arg, &np)) return SetNumpyView(i, np);
   if (IsDLPackProducer(arg)) {
     if (allow_views_ && !PyCapsule_CheckExact(arg)) return SetDLPackView(i, arg);
     // Owned: a capsule passed as such is consumed, like nd.from_dlpack does.
@@ -292,6 +294,10 @@ int ArgPack::SetSlow(int i, PyObject* arg) {
     return 0;
   }
   PyTypeObject* type = Py_TYPE(arg);
+  if (type == g_numpy_type && allow_views_) {  // the common array, before the chain below
+    NumpyInfo np;
+    if (DescribeNumpyArray(arg, &np)) return SetNumpyView(i, np);
+  }
   if (PyUnicode_Check(arg)) {
     Py_ssize_t size = 0;
     const char* s;
