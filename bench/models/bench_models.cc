@@ -196,6 +196,7 @@ void RegisterTransferCases(TVMFunctionHandle nop, float* src, float* dst) {
 // ---- Digits: graph executor vs direct kernel calls ----------------------------------------------
 
 constexpr int kFeatures = 64, kHidden = 32, kClasses = 10;
+constexpr int64_t kHeldOut = 359;  // graph.json's batch: the whole held-out set
 
 // One kernel call with prebuilt arguments (data, weight, bias, out), as the executor keeps them.
 struct KernelCall {
@@ -222,16 +223,16 @@ struct KernelCall {
 };
 
 struct Digits {
-  TVMModuleHandle lib = nullptr;
+  int64_t batch = 0;
   TVMModuleHandle executor = nullptr;
   TVMFunctionHandle set_input = nullptr, run = nullptr, get_output = nullptr;
-  TVMArrayHandle x = nullptr;           // the caller's input, one held-out sample
+  TVMArrayHandle x = nullptr;           // the caller's input: the first `batch` held-out samples
   TVMArrayHandle out = nullptr;         // the caller's preallocated output
   TVMArrayHandle params[4] = {};        // p0..p3: the executor's storage (get_input 1..4)
   TVMArrayHandle in = nullptr, hidden = nullptr, probs = nullptr;  // the direct path's own
   KernelCall relu, softmax;
-  std::vector<float> expected_probs;    // train.py's probabilities for the sample
-  int32_t label = -1;
+  std::vector<float> expected_probs;    // train.py's probabilities for those samples
+  int32_t first_label = -1;
 
   // By name, as TVM's examples and demo.c do.
   void SetInput() {
@@ -269,18 +270,17 @@ struct Digits {
   }
 };
 
-Digits LoadDigits() {
+// lib: the loaded libdigits_model.so (TVMModLoadFromFile); so: the same library's dlopen handle.
+Digits LoadDigits(TVMModuleHandle lib, void* so, const char* graph_file, int64_t batch) {
   Digits d;
+  d.batch = batch;
   const std::string dir = EnvOr("DIGITS_MODEL_DIR", DIGITS_MODEL_DIR);
-  const char* lib_path = EnvOr("DIGITS_MODEL_LIB", DIGITS_MODEL_LIB_PATH);
-  Check(TVMModLoadFromFile(lib_path, "", &d.lib), lib_path);
-
-  const std::string graph = ReadFile(dir + "/graph_b1.json");
+  const std::string graph = ReadFile(dir + "/" + graph_file);
   TVMFunctionHandle create = RequireGlobal("tvm.graph_executor.create");
   TVMValue a[4], rv;
   int c[4] = {kTVMStr, kTVMModuleHandle, kTVMArgInt, kTVMArgInt}, rc;
   a[0].v_str = graph.c_str();
-  a[1].v_handle = d.lib;
+  a[1].v_handle = lib;
   a[2].v_int64 = kDLCPU;
   a[3].v_int64 = 0;
   Check(TVMFuncCall(create, a, c, 4, &rv, &rc), "tvm.graph_executor.create");
@@ -314,26 +314,24 @@ Digits LoadDigits() {
   const std::string test_x = ReadFile(dir + "/test_x.bin");
   const std::string test_y = ReadFile(dir + "/test_y.bin");
   const std::string probs = ReadFile(dir + "/expected_probs.bin");
-  if (test_x.size() < kFeatures * sizeof(float) || test_y.size() < sizeof(int32_t) ||
-      probs.size() < kClasses * sizeof(float)) {
-    Fail("model files in " + dir + " are truncated");
+  const size_t x_bytes = batch * kFeatures * sizeof(float);
+  const size_t p_bytes = batch * kClasses * sizeof(float);
+  if (test_x.size() < x_bytes || test_y.size() < sizeof(int32_t) || probs.size() < p_bytes) {
+    Fail("model files in " + dir + " hold fewer than " + std::to_string(batch) + " samples");
   }
-  d.x = AllocFloat({1, kFeatures});
-  Check(TVMArrayCopyFromBytes(d.x, const_cast<char*>(test_x.data()), kFeatures * sizeof(float)),
+  d.x = AllocFloat({batch, kFeatures});
+  Check(TVMArrayCopyFromBytes(d.x, const_cast<char*>(test_x.data()), x_bytes),
         "TVMArrayCopyFromBytes");
-  std::memcpy(&d.label, test_y.data(), sizeof(int32_t));
-  d.expected_probs.resize(kClasses);
-  std::memcpy(d.expected_probs.data(), probs.data(), kClasses * sizeof(float));
-  d.out = AllocFloat({1, kClasses});
-  d.in = AllocFloat({1, kFeatures});
-  d.hidden = AllocFloat({1, kHidden});
-  d.probs = AllocFloat({1, kClasses});
+  std::memcpy(&d.first_label, test_y.data(), sizeof(int32_t));
+  d.expected_probs.resize(batch * kClasses);
+  std::memcpy(d.expected_probs.data(), probs.data(), p_bytes);
+  d.out = AllocFloat({batch, kClasses});
+  d.in = AllocFloat({batch, kFeatures});
+  d.hidden = AllocFloat({batch, kHidden});
+  d.probs = AllocFloat({batch, kClasses});
 
-  d.relu.func = RequireModFunc(d.lib, "fused_dense_bias_relu");
-  d.softmax.func = RequireModFunc(d.lib, "fused_dense_bias_softmax");
-  // The library is already loaded by TVMModLoadFromFile: RTLD_NOLOAD only finds it.
-  void* so = dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD);
-  if (so == nullptr) Fail(std::string("dlopen(RTLD_NOLOAD) ") + lib_path + ": " + dlerror());
+  d.relu.func = RequireModFunc(lib, "fused_dense_bias_relu");
+  d.softmax.func = RequireModFunc(lib, "fused_dense_bias_softmax");
   d.relu.raw = reinterpret_cast<TVMBackendPackedCFunc>(dlsym(so, "fused_dense_bias_relu"));
   d.softmax.raw = reinterpret_cast<TVMBackendPackedCFunc>(dlsym(so, "fused_dense_bias_softmax"));
   if (d.relu.raw == nullptr || d.softmax.raw == nullptr) Fail("kernel symbols not exported");
@@ -350,56 +348,73 @@ std::vector<float> ReadArray(TVMArrayHandle a, size_t n) {
 
 // Both paths must give the same bits, and match train.py's probabilities and label.
 void VerifyDigits(Digits& d) {
-  std::vector<float> zeros(kClasses, 0.0f);
-  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), kClasses * sizeof(float)), "clear");
+  const size_t n = d.batch * kClasses;
+  std::vector<float> zeros(n, 0.0f);
+  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), n * sizeof(float)), "clear");
   d.SetInput();
   d.Run();
   d.GetOutput();
-  const std::vector<float> via_executor = ReadArray(d.out, kClasses);
+  const std::vector<float> via_executor = ReadArray(d.out, n);
 
-  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), kClasses * sizeof(float)), "clear");
+  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), n * sizeof(float)), "clear");
   d.SetInputByIndex();
   d.Run();
   d.GetOutput();
-  if (ReadArray(d.out, kClasses) != via_executor) Fail("set_input by index and by name differ");
+  if (ReadArray(d.out, n) != via_executor) Fail("set_input by index and by name differ");
 
-  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), kClasses * sizeof(float)), "clear");
+  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), n * sizeof(float)), "clear");
   d.DirectFull();
-  const std::vector<float> direct = ReadArray(d.out, kClasses);
+  const std::vector<float> direct = ReadArray(d.out, n);
 
-  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), kClasses * sizeof(float)), "clear");
+  Check(TVMArrayCopyFromBytes(d.out, zeros.data(), n * sizeof(float)), "clear");
   d.relu.CallRaw();
   d.softmax.CallRaw();
-  const std::vector<float> raw = ReadArray(d.out, kClasses);
+  const std::vector<float> raw = ReadArray(d.out, n);
 
   if (via_executor != direct || via_executor != raw) {
     Fail("graph executor and direct kernel calls disagree on the digits sample");
   }
-  int best = 0;
-  for (int j = 0; j < kClasses; ++j) {
-    if (std::fabs(via_executor[j] - d.expected_probs[j]) > 1e-5f) {
-      Fail("digits probabilities differ from expected_probs.bin at class " + std::to_string(j));
+  for (size_t i = 0; i < n; ++i) {
+    if (std::fabs(via_executor[i] - d.expected_probs[i]) > 1e-5f) {
+      Fail("digits probabilities differ from expected_probs.bin at sample " +
+           std::to_string(i / kClasses) + ", class " + std::to_string(i % kClasses));
     }
+  }
+  int best = 0;
+  for (int j = 1; j < kClasses; ++j) {
     if (via_executor[j] > via_executor[best]) best = j;
   }
-  if (best != d.label) {
+  if (best != d.first_label) {
     Fail("digits sample 0 predicted " + std::to_string(best) + ", label " +
-         std::to_string(d.label));
+         std::to_string(d.first_label));
   }
 }
 
-void RegisterDigitsCases(Digits* d) {
-  auto add = [](const char* name, auto body) {
-    benchmark::RegisterBenchmark(name, [body](benchmark::State& state) {
-      for (auto _ : state) body();
-    })->UseRealTime();
-  };
-  add("digits/executor/full", [d] {
+template <typename Body>
+void AddDigitsCase(const std::string& name, Body body) {
+  benchmark::RegisterBenchmark(name.c_str(), [body](benchmark::State& state) {
+    for (auto _ : state) body();
+  })->UseRealTime();
+}
+
+// The head-to-head pairs, for any batch; prefix is "digits" (batch 1) or "digits_b<N>".
+void RegisterDigitsPairs(const std::string& prefix, Digits* d) {
+  AddDigitsCase(prefix + "/executor/full", [d] {
     d->SetInput();
     d->Run();
     d->GetOutput();
   });
-  add("digits/direct/full", [d] { d->DirectFull(); });
+  AddDigitsCase(prefix + "/direct/full", [d] { d->DirectFull(); });
+  AddDigitsCase(prefix + "/executor/run", [d] { d->Run(); });
+  AddDigitsCase(prefix + "/direct/kernels", [d] {
+    d->relu.Call();
+    d->softmax.Call();
+  });
+}
+
+// Batch 1 also gets the cases that split the executor's overhead into its parts.
+void RegisterDigitsBreakdown(Digits* d) {
+  auto add = [](const char* name, auto body) { AddDigitsCase(name, body); };
   // The executor's get_output copies into the caller's array; this is the direct path paying
   // for the same copy, to split the executor's overhead into "dispatch" and "that copy".
   add("digits/direct/full_outcopy", [d] {
@@ -410,11 +425,6 @@ void RegisterDigitsCases(Digits* d) {
     d->softmax.Call();
     d->softmax.args[3].v_handle = keep;
     Check(TVMArrayCopyFromTo(d->probs, d->out, nullptr), "TVMArrayCopyFromTo");
-  });
-  add("digits/executor/run", [d] { d->Run(); });
-  add("digits/direct/kernels", [d] {
-    d->relu.Call();
-    d->softmax.Call();
   });
   add("digits/direct/kernels_raw", [d] {
     d->relu.CallRaw();
@@ -531,9 +541,21 @@ int main(int argc, char** argv) {
   VerifyDLPack(nop, static_cast<float*>(src.ptr));
   RegisterTransferCases(nop, static_cast<float*>(src.ptr), static_cast<float*>(dst.ptr));
 
-  static Digits digits = LoadDigits();
-  VerifyDigits(digits);
-  RegisterDigitsCases(&digits);
+  const char* digits_lib = EnvOr("DIGITS_MODEL_LIB", DIGITS_MODEL_LIB_PATH);
+  TVMModuleHandle lib = nullptr;
+  Check(TVMModLoadFromFile(digits_lib, "", &lib), digits_lib);
+  // Already loaded by TVMModLoadFromFile: RTLD_NOLOAD only finds it, for the raw symbols.
+  void* so = dlopen(digits_lib, RTLD_NOW | RTLD_NOLOAD);
+  if (so == nullptr) Fail(std::string("dlopen(RTLD_NOLOAD) ") + digits_lib + ": " + dlerror());
+  static Digits b1 = LoadDigits(lib, so, "graph_b1.json", 1);
+  VerifyDigits(b1);
+  RegisterDigitsPairs("digits", &b1);
+  RegisterDigitsBreakdown(&b1);
+  // The whole held-out set in one batch (graph.json): the same fixed executor cost, spread
+  // over 359 samples' worth of kernel work.
+  static Digits b359 = LoadDigits(lib, so, "graph.json", kHeldOut);
+  VerifyDigits(b359);
+  RegisterDigitsPairs("digits_b359", &b359);
 
   const int64_t max_n = kParallelSizes[std::size(kParallelSizes) - 1];
   static std::vector<uint32_t> values(static_cast<size_t>(max_n));
