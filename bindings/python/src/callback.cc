@@ -33,26 +33,46 @@ static bool InterpreterAlive() {
 static std::atomic<bool> g_shutting_down{false};
 static std::atomic<int> g_foreign_in_flight{0};
 
+static PyThreadState* CurrentThreadState() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked();
+#else
+  return _PyThreadState_UncheckedGet();
+#endif
+}
+
 ScopedGIL::ScopedGIL() {
   if (!InterpreterAlive()) return;
-  // Threads with a Python thread state (the main thread running atexit handlers, threading
-  // threads) enter as usual until finalization starts.
-  if (PyGILState_GetThisThreadState() == nullptr) {  // a thread Python did not create
-    if (g_shutting_down.load()) return;
-    g_foreign_in_flight.fetch_add(1);
-    if (g_shutting_down.load()) {  // seq_cst pairs with BeforeShutdown's store and load
-      g_foreign_in_flight.fetch_sub(1);
-      return;
+  PyThreadState* tstate = PyGILState_GetThisThreadState();
+  if (tstate != nullptr) {
+    // A thread Python knows (typically the one whose call released the GIL): what
+    // PyGILState_Ensure would do, minus its second thread-state lookup and counter.
+    if (tstate != CurrentThreadState()) {
+      PyEval_RestoreThread(tstate);
+      restored_ = true;
     }
-    counted_ = true;
+    ok_ = true;
+    return;
   }
-  state_ = PyGILState_Ensure();
+  // A thread Python did not create.
+  if (g_shutting_down.load()) return;
+  g_foreign_in_flight.fetch_add(1);
+  if (g_shutting_down.load()) {  // seq_cst pairs with BeforeShutdown's store and load
+    g_foreign_in_flight.fetch_sub(1);
+    return;
+  }
+  counted_ = true;
+  state_ = PyGILState_Ensure();  // creates a thread state for this thread
   ok_ = true;
 }
 
 ScopedGIL::~ScopedGIL() {
-  if (ok_) PyGILState_Release(state_);
-  if (counted_) g_foreign_in_flight.fetch_sub(1);
+  if (restored_) {
+    PyEval_SaveThread();
+  } else if (counted_) {
+    PyGILState_Release(state_);
+    g_foreign_in_flight.fetch_sub(1);
+  }
 }
 
 PyObject* BeforeShutdown(PyObject*, PyObject*) {

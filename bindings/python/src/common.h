@@ -274,7 +274,8 @@ class ScopedGIL {
 
  private:
   bool ok_ = false;
-  bool counted_ = false;
+  bool restored_ = false;  // took the GIL with PyEval_RestoreThread (a known thread)
+  bool counted_ = false;   // a foreign thread, in flight, with a PyGILState_Ensure state
   PyGILState_STATE state_ = PyGILState_UNLOCKED;
 };
 // _core._before_shutdown, registered with atexit by the package: stops new entries from threads
