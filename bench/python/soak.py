@@ -1,7 +1,7 @@
 """Memory soak of the polyffi Python binding: RSS growth over many calls and callbacks.
 
 Prints RSS before/after (after a warm-up) for: 1M mixed calls (ints, str, bytes, containers,
-numpy arrays, returned objects) and 100k callback create/call/free cycles. Never asserts;
+numpy arrays as views, buffers, __dlpack__ producers, returned objects) and 100k callback create/call/free cycles. Never asserts;
 a flat RSS is what a reader should see.
 
     python bench/python/soak.py [--calls N] [--callbacks N]
@@ -28,10 +28,25 @@ def rss_kib() -> int:
         return int(f.read().split()[1]) * PAGE // 1024
 
 
+class _DLPackOnly:
+    """A __dlpack__-only producer (like torch), backed by numpy."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+
 def calls(t, n: int) -> None:
+    import array
+
     arr = np.ones(8, dtype="float32")
+    strided = np.ones((4, 8), dtype="float64")[:, ::2]
+    buf = array.array("d", [1.0, 2.0])
+    producer = _DLPackOnly(arr)
     for i in range(n):
-        k = i % 6
+        k = i % 10
         if k == 0:
             t.add3(i, 1, 2)
         elif k == 1:
@@ -42,8 +57,16 @@ def calls(t, n: int) -> None:
             t.echo([1, "a", 2.5])
         elif k == 4:
             t.nd_sum(arr)
-        else:
+        elif k == 5:
             t.echo("nul\0inside")
+        elif k == 6:
+            t.nd_data_ptr(strided)  # view with element strides
+        elif k == 7:
+            t.echo(arr)  # the returned view becomes an owned NDArray
+        elif k == 8:
+            t.nd_sum(buf)  # buffer protocol
+        else:
+            t.nd_sum(producer)  # __dlpack__ capsule held for the call
 
 
 def callbacks(t, n: int) -> None:
