@@ -1,8 +1,8 @@
 """Memory soak of the polyffi Python binding: RSS growth over many calls and callbacks.
 
 Prints RSS before/after (after a warm-up) for: 1M mixed calls (ints, str, bytes, containers,
-numpy arrays as views, buffers, __dlpack__ producers, returned objects) and 100k callback create/call/free cycles. Never asserts;
-a flat RSS is what a reader should see.
+numpy arrays as views, buffers, __dlpack__ producers, returned objects) and 100k callback
+create/call/free cycles. Never asserts; a flat RSS is what a reader should see.
 
     python bench/python/soak.py [--calls N] [--callbacks N]
 """

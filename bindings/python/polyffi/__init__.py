@@ -4,6 +4,8 @@ Layout: library (load + version check), value (Device, DataType, Array, Map), fu
 (PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray.
 """
 
+import atexit as _atexit
+
 from . import _core
 from .library import __version__, runtime_version
 from .errors import FFIError, InternalError, TVMError, register_error, _error_from_text
@@ -18,8 +20,6 @@ from . import nd
 from . import errors
 
 _core._set_hooks(_error_from_text, FFIError, _object_classes, Object, Module, NDArray)
-
-import atexit as _atexit
 
 # Runs before interpreter finalization starts: native threads still inside a callback or a
 # finalizer finish first, and later ones leave Python alone (see callback.cc, ScopedGIL).

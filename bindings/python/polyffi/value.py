@@ -7,7 +7,7 @@ Scalar conversion (int, float, bool, str, bytes, None, ...) happens in the exten
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Dict, Iterator, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, TypeVar
 
 from . import _core
 

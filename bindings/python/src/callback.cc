@@ -81,8 +81,7 @@ PyObject* BeforeShutdown(PyObject*, PyObject*) {
   // callback that never returns cannot hang the exit.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (g_foreign_in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-    Py_BEGIN_ALLOW_THREADS
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_BEGIN_ALLOW_THREADS std::this_thread::sleep_for(std::chrono::milliseconds(1));
     Py_END_ALLOW_THREADS
   }
   Py_RETURN_NONE;
@@ -159,9 +158,8 @@ static int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValue
   }
   PyObject* result = nullptr;
   if (converted == num_args) {
-    result = PyObject_Vectorcall(callable, py_args,
-                                 static_cast<size_t>(num_args) | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                 nullptr);
+    result = PyObject_Vectorcall(
+        callable, py_args, static_cast<size_t>(num_args) | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   }
   if (result == nullptr) {
     SetLastErrorFromPython();

@@ -28,7 +28,7 @@ constexpr uint64_t kDLFlagBitmaskReadOnly = DLPACK_FLAG_BITMASK_READ_ONLY;
 // Every object that owns a libpolyffi handle shares this layout; `code` says which type code it
 // travels as and which *Free releases it.
 struct HandleObject {
-  PyObject_HEAD
+  PyObject ob_base;           // PyObject_HEAD
   vectorcallfunc vectorcall;  // only used by PackedFunc
   void* handle;               // owned
   int code;                   // kTVMObjectHandle / kTVMModuleHandle / kTVMPackedFuncHandle /
@@ -36,19 +36,19 @@ struct HandleObject {
   PyObject* weaklist;
 };
 
-extern PyTypeObject ObjectBaseType;    // _core.ObjectBase, generic objects
-extern PyTypeObject PackedFuncType;    // _core.PackedFunc
-extern PyTypeObject ModuleBaseType;    // _core.ModuleBase
-extern PyTypeObject NDArrayBaseType;   // _core.NDArrayBase (ndarray.cc)
-extern PyTypeObject DeviceType;        // _core.Device (value.cc)
-extern PyTypeObject DataTypeType;      // _core.DataType (value.cc)
+extern PyTypeObject ObjectBaseType;   // _core.ObjectBase, generic objects
+extern PyTypeObject PackedFuncType;   // _core.PackedFunc
+extern PyTypeObject ModuleBaseType;   // _core.ModuleBase
+extern PyTypeObject NDArrayBaseType;  // _core.NDArrayBase (ndarray.cc)
+extern PyTypeObject DeviceType;       // _core.Device (value.cc)
+extern PyTypeObject DataTypeType;     // _core.DataType (value.cc)
 
 struct DeviceObject {
-  PyObject_HEAD
+  PyObject ob_base;  // PyObject_HEAD
   DLDevice dev;
 };
 struct DataTypeObject {
-  PyObject_HEAD
+  PyObject ob_base;  // PyObject_HEAD
   DLDataType dtype;
 };
 
@@ -215,10 +215,10 @@ enum CachedGlobalId {
 
 // Python classes registered from the package (polyffi.value etc.) for returned objects.
 PyObject* ClassForTypeIndex(uint32_t tindex);  // borrowed; never NULL after init
-extern PyObject* g_type_key_registry;           // dict: type key -> class
-extern PyObject* g_default_object_class;        // class for unknown type keys
-extern PyObject* g_module_class;                // class for module handles
-extern PyObject* g_ndarray_class;               // class for NDArray handles
+extern PyObject* g_type_key_registry;          // dict: type key -> class
+extern PyObject* g_default_object_class;       // class for unknown type keys
+extern PyObject* g_module_class;               // class for module handles
+extern PyObject* g_ndarray_class;              // class for NDArray handles
 
 // ---- NDArray (ndarray.cc) ----------------------------------------------------------------------
 // Turns any __dlpack__ producer (or a DLPack capsule) into an owned TVMArrayHandle, zero-copy.
@@ -258,7 +258,7 @@ void SetLastErrorFromPython();
 // Drops this thread's stashed exception (it keeps the callback's frames alive until then).
 void ClearErrorStash();
 extern PyObject* g_ffi_error_class;  // polyffi.FFIError
-extern PyObject* g_error_factory;  // polyffi.errors._error_from_text
+extern PyObject* g_error_factory;    // polyffi.errors._error_from_text
 
 // ---- Callbacks (callback.cc) -------------------------------------------------------------------
 // Holds the GIL for a callback, finalizer or deleter that may run on any thread, including
@@ -293,13 +293,11 @@ inline bool CheckCall(int ret) {
 }
 
 // Calls a function with the GIL released. Returns the TVMFuncCall result code.
-inline int CallReleasingGIL(TVMFunctionHandle f, TVMValue* values, int* codes, int n,
-                            TVMValue* ret, int* ret_code) {
+inline int CallReleasingGIL(TVMFunctionHandle f, TVMValue* values, int* codes, int n, TVMValue* ret,
+                            int* ret_code) {
   int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = TVMFuncCall(f, values, codes, n, ret, ret_code);
-  Py_END_ALLOW_THREADS
-  return rc;
+  Py_BEGIN_ALLOW_THREADS rc = TVMFuncCall(f, values, codes, n, ret, ret_code);
+  Py_END_ALLOW_THREADS return rc;
 }
 
 }  // namespace polyffi_py

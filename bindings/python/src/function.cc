@@ -96,8 +96,7 @@ static PyObject* HandleGetCode(PyObject* self, void*) {
 
 static bool RequireHandle(HandleObject* h) {
   if (h->handle != nullptr) return true;
-  PyErr_Format(PyExc_ValueError, "polyffi: %s handle has been released",
-               Py_TYPE(h)->tp_name);
+  PyErr_Format(PyExc_ValueError, "polyffi: %s handle has been released", Py_TYPE(h)->tp_name);
   return false;
 }
 

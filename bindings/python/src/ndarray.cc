@@ -34,8 +34,7 @@ bool IsDLPackProducer(PyObject* obj) {
 static TVMArrayHandle ArrayFromCapsule(PyObject* capsule) {
   if (PyCapsule_IsValid(capsule, kUsedLegacyName) ||
       PyCapsule_IsValid(capsule, kUsedVersionedName)) {
-    PyErr_SetString(PyExc_ValueError,
-                    "polyffi: this DLPack capsule has already been consumed");
+    PyErr_SetString(PyExc_ValueError, "polyffi: this DLPack capsule has already been consumed");
     return nullptr;
   }
   TVMArrayHandle out = nullptr;
@@ -48,8 +47,8 @@ static TVMArrayHandle ArrayFromCapsule(PyObject* capsule) {
   if (PyCapsule_IsValid(capsule, kVersionedName)) {
     auto* v = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedName));
     if (v->version.major != 1) {
-      PyErr_Format(PyExc_BufferError, "polyffi: unsupported DLPack version %u.%u",
-                   v->version.major, v->version.minor);
+      PyErr_Format(PyExc_BufferError, "polyffi: unsupported DLPack version %u.%u", v->version.major,
+                   v->version.minor);
       return nullptr;
     }
     auto* adapter = new DLManagedTensor();
@@ -89,7 +88,7 @@ TVMArrayHandle ArrayFromDLPackObject(PyObject* obj) {
 namespace {
 
 struct NumpyArrayFields {
-  PyObject_HEAD
+  PyObject ob_base;  // PyObject_HEAD
   char* data;
   int nd;
   Py_ssize_t* dimensions;
@@ -100,7 +99,7 @@ struct NumpyArrayFields {
 };
 
 struct NumpyDescrHead {
-  PyObject_HEAD
+  PyObject ob_base;  // PyObject_HEAD
   PyTypeObject* typeobj;
   char kind;
   char type;
@@ -122,13 +121,16 @@ constexpr DLDataType kNoType{0, 0, 0};
 constexpr DLDataType NpyInt(int bytes) { return DLDataType{kDLInt, uint8_t(8 * bytes), 1}; }
 constexpr DLDataType NpyUInt(int bytes) { return DLDataType{kDLUInt, uint8_t(8 * bytes), 1}; }
 constexpr DLDataType kNumpyTypes[24] = {
-    DLDataType{6, 8, 1},  // bool as kDLBool, like numpy's own DLPack export
-    NpyInt(1), NpyUInt(1), NpyInt(sizeof(short)), NpyUInt(sizeof(short)),
-    NpyInt(sizeof(int)), NpyUInt(sizeof(int)), NpyInt(sizeof(long)), NpyUInt(sizeof(long)),
-    NpyInt(sizeof(long long)), NpyUInt(sizeof(long long)),
-    DLDataType{kDLFloat, 32, 1}, DLDataType{kDLFloat, 64, 1},
+    DLDataType{6, 8, 1},  // NPY_BOOL as kDLBool, like numpy's own DLPack export
+    NpyInt(1),            // NPY_BYTE
+    NpyUInt(1),           // NPY_UBYTE
+    NpyInt(sizeof(short)), NpyUInt(sizeof(short)), NpyInt(sizeof(int)), NpyUInt(sizeof(int)),
+    NpyInt(sizeof(long)), NpyUInt(sizeof(long)), NpyInt(sizeof(long long)),
+    NpyUInt(sizeof(long long)), DLDataType{kDLFloat, 32, 1},  // NPY_FLOAT
+    DLDataType{kDLFloat, 64, 1},                              // NPY_DOUBLE
+    // 13-22: long double, the complex types, object, bytes, str, void, datetime, timedelta.
     kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType, kNoType,
-    DLDataType{kDLFloat, 16, 1}};
+    DLDataType{kDLFloat, 16, 1}};  // NPY_HALF
 
 inline bool NumpyDataType(int type_num, DLDataType* out) {
   if (type_num < 0 || type_num >= 24 || kNumpyTypes[type_num].bits == 0) return false;
@@ -159,9 +161,9 @@ bool LayoutMatches(PyObject* obj, const NumpyInfo& info, const NumpyArrayFields*
   PyObject* shape = PyDict_GetItemString(iface, "shape");      // tuple
   PyObject* strides = PyDict_GetItemString(iface, "strides");  // None when C-contiguous
   PyObject* typestr = PyDict_GetItemString(iface, "typestr");  // e.g. "<f4"
-  if (data != nullptr && PyTuple_Check(data) && PyTuple_GET_SIZE(data) == 2 &&
-      shape != nullptr && PyTuple_Check(shape) && typestr != nullptr &&
-      PyUnicode_Check(typestr) && strides != nullptr) {
+  if (data != nullptr && PyTuple_Check(data) && PyTuple_GET_SIZE(data) == 2 && shape != nullptr &&
+      PyTuple_Check(shape) && typestr != nullptr && PyUnicode_Check(typestr) &&
+      strides != nullptr) {
     ok = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0)) == info.data &&
          PyTuple_GET_SIZE(shape) == info.ndim;
     for (int d = 0; ok && d < info.ndim; ++d) {
@@ -174,9 +176,10 @@ bool LayoutMatches(PyObject* obj, const NumpyInfo& info, const NumpyArrayFields*
       }
     }
     const char* ts = PyUnicode_AsUTF8(typestr);
-    char kind = info.dtype.code == 6 ? 'b'
-                : info.dtype.code == kDLInt ? 'i'
-                : info.dtype.code == kDLUInt ? 'u' : 'f';
+    char kind = info.dtype.code == 6         ? 'b'
+                : info.dtype.code == kDLInt  ? 'i'
+                : info.dtype.code == kDLUInt ? 'u'
+                                             : 'f';
     ok = ok && ts != nullptr && std::strlen(ts) >= 3 && ts[1] == kind &&
          std::atoi(ts + 2) == info.itemsize;
   }
@@ -294,9 +297,10 @@ TVMArrayHandle ArrayFromBuffer(PyObject* obj) {
   };
   DLTensor& t = bt->managed.dl_tensor;
   if (!DataTypeFromBufferFormat(view.format, view.itemsize, &t.dtype)) {
-    PyErr_Format(PyExc_TypeError, "polyffi: buffer of '%s' has element format '%s' that DLPack "
-                 "cannot carry", Py_TYPE(obj)->tp_name,
-                 view.format != nullptr ? view.format : "B");
+    PyErr_Format(PyExc_TypeError,
+                 "polyffi: buffer of '%s' has element format '%s' that DLPack "
+                 "cannot carry",
+                 Py_TYPE(obj)->tp_name, view.format != nullptr ? view.format : "B");
     return fail();
   }
   t.data = view.buf;
@@ -531,10 +535,8 @@ static PyObject* NDArrayCopyFromBuffer(PyObject* self, PyObject* src) {
   Py_buffer view;
   if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS) != 0) return nullptr;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = TVMArrayCopyFromBytes(t, view.buf, static_cast<size_t>(view.len));
-  Py_END_ALLOW_THREADS
-  PyBuffer_Release(&view);
+  Py_BEGIN_ALLOW_THREADS rc = TVMArrayCopyFromBytes(t, view.buf, static_cast<size_t>(view.len));
+  Py_END_ALLOW_THREADS PyBuffer_Release(&view);
   if (!CheckCall(rc)) return nullptr;
   Py_RETURN_NONE;
 }
@@ -550,10 +552,8 @@ static PyObject* NDArrayCopyFromArray(PyObject* self, PyObject* src) {
   DLTensor* s = TensorOf(src);
   if (s == nullptr) return nullptr;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = TVMArrayCopyFromTo(s, t, nullptr);
-  Py_END_ALLOW_THREADS
-  if (!CheckCall(rc)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS rc = TVMArrayCopyFromTo(s, t, nullptr);
+  Py_END_ALLOW_THREADS if (!CheckCall(rc)) return nullptr;
   Py_RETURN_NONE;
 }
 
@@ -564,10 +564,8 @@ static PyObject* NDArrayCopyToBuffer(PyObject* self, PyObject* dst) {
   Py_buffer view;
   if (PyObject_GetBuffer(dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) return nullptr;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = TVMArrayCopyToBytes(t, view.buf, static_cast<size_t>(view.len));
-  Py_END_ALLOW_THREADS
-  PyBuffer_Release(&view);
+  Py_BEGIN_ALLOW_THREADS rc = TVMArrayCopyToBytes(t, view.buf, static_cast<size_t>(view.len));
+  Py_END_ALLOW_THREADS PyBuffer_Release(&view);
   if (!CheckCall(rc)) return nullptr;
   Py_RETURN_NONE;
 }

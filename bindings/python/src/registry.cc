@@ -125,9 +125,8 @@ static PyObject* LoadModule(PyObject*, PyObject* args) {
   TVMModuleHandle mod = nullptr;
   int rc;
   Py_BEGIN_ALLOW_THREADS  // static initializers of plugins may call back into Python
-  rc = TVMModLoadFromFile(path, fmt, &mod);
-  Py_END_ALLOW_THREADS
-  if (!CheckCall(rc)) return nullptr;
+      rc = TVMModLoadFromFile(path, fmt, &mod);
+  Py_END_ALLOW_THREADS if (!CheckCall(rc)) return nullptr;
   return WrapHandle(mod, kTVMModuleHandle);
 }
 
@@ -219,8 +218,8 @@ static PyObject* NDEmpty(PyObject*, PyObject* args) {
   DLDataType t = reinterpret_cast<DataTypeObject*>(dtype)->dtype;
   DLDevice d = reinterpret_cast<DeviceObject*>(device)->dev;
   TVMArrayHandle out = nullptr;
-  if (!CheckCall(TVMArrayAlloc(dims, static_cast<int>(ndim), t.code, t.bits, t.lanes,
-                               d.device_type, d.device_id, &out))) {
+  if (!CheckCall(TVMArrayAlloc(dims, static_cast<int>(ndim), t.code, t.bits, t.lanes, d.device_type,
+                               d.device_id, &out))) {
     return nullptr;
   }
   return WrapHandle(out, kTVMNDArrayHandle);
@@ -230,7 +229,8 @@ static PyObject* NDFromDLPack(PyObject*, PyObject* obj) {
   if (!IsDLPackProducer(obj)) {
     PyErr_Format(PyExc_TypeError,
                  "polyffi: from_dlpack expects a DLPack capsule or an object with __dlpack__, "
-                 "got '%s'", Py_TYPE(obj)->tp_name);
+                 "got '%s'",
+                 Py_TYPE(obj)->tp_name);
     return nullptr;
   }
   TVMArrayHandle nd = ArrayFromDLPackObject(obj);
@@ -246,8 +246,8 @@ static PyObject* ApiVersion(PyObject*, PyObject*) {
 
 static PyObject* SetHooks(PyObject*, PyObject* args) {
   PyObject *factory, *ffi_error, *registry, *default_cls, *module_cls, *ndarray_cls;
-  if (!PyArg_ParseTuple(args, "OOO!OOO:_set_hooks", &factory, &ffi_error, &PyDict_Type,
-                        &registry, &default_cls, &module_cls, &ndarray_cls)) {
+  if (!PyArg_ParseTuple(args, "OOO!OOO:_set_hooks", &factory, &ffi_error, &PyDict_Type, &registry,
+                        &default_cls, &module_cls, &ndarray_cls)) {
     return nullptr;
   }
   struct {
@@ -290,14 +290,14 @@ static PyObject* LastError(PyObject*, PyObject*) { return PyUnicode_FromString(T
 
 PyMethodDef kCoreMethods[] = {
     {"get_global", GetGlobal, METH_O, "Look up a global function; None when missing."},
-    {"get_global_func", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
-                            GetGlobalFunc)),
+    {"get_global_func",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(GetGlobalFunc)),
      METH_FASTCALL | METH_KEYWORDS,
      "get_global_func(name, allow_missing=False)\n--\n\n"
      "Look up a global function; ValueError when missing unless allow_missing."},
-    {"register_global", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
-                            RegisterGlobal)),
-     METH_FASTCALL, "register_global(name, packed_func, override)"},
+    {"register_global",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(RegisterGlobal)), METH_FASTCALL,
+     "register_global(name, packed_func, override)"},
     {"list_global_names", ListGlobalNames, METH_NOARGS, "Names of all global functions."},
     {"remove_global", RemoveGlobal, METH_O, "Remove a global function (absent is fine)."},
     {"convert", ConvertCallable, METH_O, "Wrap a Python callable as a PackedFunc."},

@@ -26,8 +26,7 @@ TVMFunctionHandle CachedGlobal(int which) {
   TVMFunctionHandle f = nullptr;
   if (!CheckCall(TVMFuncGetGlobal(names[which], &f))) return nullptr;
   if (f == nullptr) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: core global function %s is missing",
-                 names[which]);
+    PyErr_Format(PyExc_RuntimeError, "polyffi: core global function %s is missing", names[which]);
     return nullptr;
   }
   cache[which] = f;
@@ -204,10 +203,9 @@ int ArgPack::SetBufferView(int i, PyObject* arg) {
   if (view->strides != nullptr && !PyBuffer_IsContiguous(view, 'C')) {
     t.strides = AllocInt64(view->ndim);
     if (t.strides == nullptr) return -1;
-    if (!ElementStrides(view->strides, view->ndim, static_cast<int>(view->itemsize),
-                        t.strides)) {
-      PyErr_Format(PyExc_BufferError,
-                   "polyffi: argument %d: buffer strides are not whole elements", i);
+    if (!ElementStrides(view->strides, view->ndim, static_cast<int>(view->itemsize), t.strides)) {
+      PyErr_Format(PyExc_BufferError, "polyffi: argument %d: buffer strides are not whole elements",
+                   i);
       return -1;
     }
   }
@@ -226,11 +224,11 @@ int ArgPack::SetDLPackView(int i, PyObject* arg) {
   if (PyCapsule_IsValid(capsule, "dltensor")) {
     src = &static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"))->dl_tensor;
   } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-    auto* v = static_cast<DLManagedTensorVersioned*>(
-        PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    auto* v =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
     if (v->version.major != 1) {
-      PyErr_Format(PyExc_BufferError, "polyffi: unsupported DLPack version %u.%u",
-                   v->version.major, v->version.minor);
+      PyErr_Format(PyExc_BufferError, "polyffi: unsupported DLPack version %u.%u", v->version.major,
+                   v->version.minor);
       return -1;
     }
     src = &v->dl_tensor;
@@ -512,8 +510,7 @@ static PyObject* RuntimeStringToPython(void* obj) {
     return DecodeUtf8(arr->data, static_cast<Py_ssize_t>(arr->size));
   }
   if (ret_code == kTVMStr) return DecodeUtf8(ret.v_str, std::strlen(ret.v_str));
-  PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.StringBytes returned type code %d",
-               ret_code);
+  PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.StringBytes returned type code %d", ret_code);
   return nullptr;
 }
 
@@ -698,8 +695,7 @@ PyObject* DataTypeToString(DLDataType t) {
 static PyObject* DataTypeNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject* spec = nullptr;
   static const char* kwlist[] = {"dtype", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:DataType", const_cast<char**>(kwlist),
-                                   &spec)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:DataType", const_cast<char**>(kwlist), &spec)) {
     return nullptr;
   }
   DLDataType t;
@@ -778,10 +774,10 @@ struct DeviceName {
   int type;
 };
 static const DeviceName kDeviceNames[] = {
-    {"cpu", 1},    {"cuda", 2},     {"cuda_host", 3}, {"opencl", 4},  {"vulkan", 7},
-    {"metal", 8},  {"vpi", 9},      {"rocm", 10},     {"rocm_host", 11}, {"ext_dev", 12},
-    {"cuda_managed", 13}, {"oneapi", 14}, {"webgpu", 15}, {"hexagon", 16}, {"llvm", 1},
-    {"gpu", 2}};
+    {"cpu", 1},        {"cuda", 2},     {"cuda_host", 3},     {"opencl", 4},
+    {"vulkan", 7},     {"metal", 8},    {"vpi", 9},           {"rocm", 10},
+    {"rocm_host", 11}, {"ext_dev", 12}, {"cuda_managed", 13}, {"oneapi", 14},
+    {"webgpu", 15},    {"hexagon", 16}, {"llvm", 1},          {"gpu", 2}};
 
 static PyObject* DeviceNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject* dev_type = nullptr;

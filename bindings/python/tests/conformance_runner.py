@@ -130,7 +130,7 @@ def make_host_function(name: str, serial: int) -> polyffi.PackedFunc:
     return polyffi.convert(HostCallable(name, impl, serial))
 
 
-# ---- Values ------------------------------------------------------------------------------------------
+# ---- Values ---------------------------------------------------------------------------------
 
 
 def parse_float(body) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 
@@ -89,7 +90,7 @@ def test_packed_func_rejects_keywords():
 def _register_ns():
     names = ["pytest.ns.one", "pytest.ns.two", "pytest.ns.sub.deep", "pytest.nsx"]
     for i, n in enumerate(names):
-        polyffi.register_func(n, (lambda i: lambda: i)(i), override=True)
+        polyffi.register_func(n, functools.partial(int, i), override=True)
     return names
 
 

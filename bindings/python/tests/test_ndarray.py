@@ -175,7 +175,7 @@ def test_view_kept_by_a_callback_is_detached(testing):
     assert testing.apply(cb, np.ones(3, dtype="float32")) == 3.0
     assert kept[0].is_view
     with pytest.raises(ValueError, match="released"):
-        kept[0].shape
+        _ = kept[0].shape
 
 
 def test_buffer_protocol_arguments(testing):
