@@ -14,9 +14,11 @@ NB_MODULE(nb_bench, m) {
   // The same with the GIL released around the body, as every polyffi call does (the spec requires
   // it so that long native calls and native threads calling back never block): the floor of a
   // hand-written extension that also releases the GIL.
-  m.def("nop_nogil", []() {}, nb::call_guard<nb::gil_scoped_release>());
-  m.def("add3_nogil", [](int64_t a, int64_t b, int64_t c) { return a + b + c; },
-        nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "nop_nogil", []() {}, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "add3_nogil", [](int64_t a, int64_t b, int64_t c) { return a + b + c; },
+      nb::call_guard<nb::gil_scoped_release>());
   // Calls f(i) for i < n and sums the int results, like testing.call_n.
   m.def("call_n", [](nb::callable f, int64_t n) {
     int64_t total = 0;
