@@ -14,9 +14,11 @@
 #if defined(__GNUC__)
 #define POLYFFI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define POLYFFI_COLD __attribute__((cold, noinline))
+#define POLYFFI_NOINLINE __attribute__((noinline))
 #else
 #define POLYFFI_UNLIKELY(x) (x)
 #define POLYFFI_COLD
+#define POLYFFI_NOINLINE
 #endif
 
 namespace polyffi_py {

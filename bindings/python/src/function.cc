@@ -239,7 +239,9 @@ static PyObject* FinishCall(int rc, TVMValue ret, int ret_code) {
 }
 
 // Every other call: arrays as stack views, temporaries (callbacks, containers, NUL strings).
-static POLYFFI_COLD PyObject* GeneralCall(HandleObject* f, PyObject* const* args, Py_ssize_t n) {
+// Out of line (keeps the scalar path's frame small) but not cold: arrays are a hot case too.
+static POLYFFI_NOINLINE PyObject* GeneralCall(HandleObject* f, PyObject* const* args,
+                                              Py_ssize_t n) {
   ArgPack pack(n, /*allow_views=*/true);
   if (!pack.ok()) return PyErr_NoMemory();
   for (Py_ssize_t i = 0; i < n; ++i) {
