@@ -4,7 +4,9 @@
 For every case calls/<case>/<impl> it reports:
   - median ns per call over --repetitions Google Benchmark repetitions (time / calls_per_iter);
   - the ratio to the function-pointer floor (calls/nop/fnptr for nop, calls/add3/fnptr else);
-  - the ratio to tvm-ffi doing the same case (calls/<case>/tvm_ffi), when tvm-ffi was built;
+  - the ratio to tvm-ffi doing the same case, when tvm-ffi was built: polyffi_c against tvm-ffi's
+    C entry point (calls/<case>/tvm_ffi_c) where measured, otherwise against its C++ Function
+    (calls/<case>/tvm_ffi);
   - instructions per call from callgrind: (total(N) - total(0)) / N, which cancels start-up;
   - heap allocations per call counted by the bench's malloc interposer.
 
@@ -28,7 +30,8 @@ import tempfile
 from pathlib import Path
 
 # Implementations in display order; anything else sorts after them.
-IMPL_ORDER = ["fnptr", "std_function", "polyffi_c", "polyffi_cpp", "tvm_ffi", "tvm_ffi_string"]
+IMPL_ORDER = ["fnptr", "std_function", "polyffi_c", "polyffi_cpp", "tvm_ffi_c", "tvm_ffi",
+              "tvm_ffi_string"]
 # What each case measures, for the table's first column.
 CASE_TITLES = {
     "nop": "nop (0 args)",
@@ -179,7 +182,11 @@ def table(timings: dict, instr: dict) -> str:
         floor_name = f"{group}/nop/fnptr" if case == "nop" else f"{group}/add3/fnptr"
         floor = timings.get(floor_name)
         vs_floor = t["ns"] / floor["ns"] if floor and name != floor_name else None
+        # Like for like: the C ABI row against tvm-ffi's C entry point where it was measured,
+        # the C++ layer against tvm-ffi's C++ Function.
         peer = timings.get(f"{group}/{case}/tvm_ffi")
+        if impl == "polyffi_c" and f"{group}/{case}/tvm_ffi_c" in timings:
+            peer = timings[f"{group}/{case}/tvm_ffi_c"]
         vs_peer = None
         if peer and impl.startswith("polyffi"):
             vs_peer = t["ns"] / peer["ns"]

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <tvm/ffi/any.h>
+#include <tvm/ffi/c_api.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/string.h>
 
@@ -81,6 +82,35 @@ void AddTvmFfiCallCases(const char* fixture_path) {
         benchmark::DoNotOptimize(r);
       },
       kCallN);
+  // Like for like with polyffi_c: tvm-ffi's own C ABI entry point, TVMFFIFunctionCall, rather
+  // than the C++ Function, whose operator() reaches the callee without an exported call.
+  TVMFFIObjectHandle nop_c = nullptr, add3_c = nullptr;
+  TVMFFIByteArray nop_name{"bench.nop", 9}, add3_name{"bench.add3", 10};
+  if (TVMFFIFunctionGetGlobal(&nop_name, &nop_c) != 0 || nop_c == nullptr ||
+      TVMFFIFunctionGetGlobal(&add3_name, &add3_c) != 0 || add3_c == nullptr) {
+    Fail("tvm-ffi C API: TVMFFIFunctionGetGlobal failed");
+  }
+  AddCase("calls/nop/tvm_ffi_c", [nop_c] {
+    TVMFFIAny result;
+    result.type_index = kTVMFFINone;
+    result.zero_padding = 0;
+    result.v_int64 = 0;
+    if (TVMFFIFunctionCall(nop_c, nullptr, 0, &result) != 0) Fail("tvm-ffi C nop failed");
+    benchmark::DoNotOptimize(result);
+  });
+  AddCase("calls/add3/tvm_ffi_c", [add3_c] {
+    TVMFFIAny args[3], result;
+    for (int i = 0; i < 3; ++i) {
+      args[i].type_index = kTVMFFIInt;
+      args[i].zero_padding = 0;
+      args[i].v_int64 = i + 1;
+    }
+    result.type_index = kTVMFFINone;
+    result.zero_padding = 0;
+    result.v_int64 = 0;
+    if (TVMFFIFunctionCall(add3_c, args, 3, &result) != 0) Fail("tvm-ffi C add3 failed");
+    benchmark::DoNotOptimize(result.v_int64);
+  });
   AddCase("calls/lookup/tvm_ffi", [] {
     std::optional<ffi::Function> f = ffi::Function::GetGlobal("bench.add3");
     benchmark::DoNotOptimize(f);
