@@ -6,10 +6,10 @@
 // Every body does what a real caller does per call: fill the argument arrays, call, check the
 // return code. Results are verified once at setup, so a fast wrong answer cannot be reported.
 #include <polyffi/c_runtime_api.h>
-#include <polyffi/polyffi.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <polyffi/polyffi.hpp>
 #include <string>
 
 #include "../baseline/baseline.h"

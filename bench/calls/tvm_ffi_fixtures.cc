@@ -15,12 +15,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       "bench.add3",
       ffi::Function::FromTyped([](int64_t a, int64_t b, int64_t c) { return a + b + c; }));
   // Untyped like testing.echo: the argument comes back as given.
-  ffi::Function::SetGlobal("bench.echo", ffi::Function::FromPacked([](ffi::PackedArgs args,
-                                                                       ffi::Any* rv) {
-                             *rv = args[0];
-                           }));
-  ffi::Function::SetGlobal("bench.call_n",
-                           ffi::Function::FromTyped([](ffi::Function f, int64_t n) {
+  ffi::Function::SetGlobal(
+      "bench.echo",
+      ffi::Function::FromPacked([](ffi::PackedArgs args, ffi::Any* rv) { *rv = args[0]; }));
+  ffi::Function::SetGlobal("bench.call_n", ffi::Function::FromTyped([](ffi::Function f, int64_t n) {
                              int64_t sum = 0;
                              for (int64_t i = 0; i < n; ++i) sum += f(i).cast<int64_t>();
                              return sum;

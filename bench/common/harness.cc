@@ -58,13 +58,14 @@ int Main(int argc, char** argv, const std::function<void()>& setup) {
     }
   }
   if (!AllocCounterActive()) {
-    Fail("the malloc interposer is not in use; allocation counts would be wrong "
-         "(was the executable linked without ENABLE_EXPORTS?)");
+    Fail(
+        "the malloc interposer is not in use; allocation counts would be wrong "
+        "(was the executable linked without ENABLE_EXPORTS?)");
   }
   setup();
   if (list) {
-    for (const CaseInfo& c : Cases()) std::printf("%s %lld\n", c.name.c_str(),
-                                                 static_cast<long long>(c.calls_per_iter));
+    for (const CaseInfo& c : Cases())
+      std::printf("%s %lld\n", c.name.c_str(), static_cast<long long>(c.calls_per_iter));
     return 0;
   }
   if (single) {

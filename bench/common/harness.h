@@ -58,12 +58,12 @@ void AddCase(const std::string& name, Body body, int64_t calls_per_iter = 1) {
     AllocStats after = AllocSnapshot();
     double per_iter = static_cast<double>(calls_per_iter);
     // kAvgIterations divides by the iteration count: the counters read "per call".
-    state.counters["allocs_per_call"] = benchmark::Counter(
-        static_cast<double>(after.allocs - before.allocs) / per_iter,
-        benchmark::Counter::kAvgIterations);
-    state.counters["bytes_per_call"] = benchmark::Counter(
-        static_cast<double>(after.bytes - before.bytes) / per_iter,
-        benchmark::Counter::kAvgIterations);
+    state.counters["allocs_per_call"] =
+        benchmark::Counter(static_cast<double>(after.allocs - before.allocs) / per_iter,
+                           benchmark::Counter::kAvgIterations);
+    state.counters["bytes_per_call"] =
+        benchmark::Counter(static_cast<double>(after.bytes - before.bytes) / per_iter,
+                           benchmark::Counter::kAvgIterations);
     state.counters["calls_per_iter"] = per_iter;
   });
   Cases().push_back(CaseInfo{name, calls_per_iter, [shared](int64_t n) {

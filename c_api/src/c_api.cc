@@ -23,28 +23,28 @@ using namespace polyffi;  // NOLINT(build/namespaces): this file is the boundary
 
 // Exceptions inside, error codes outside.
 #define API_BEGIN() try {
-#define API_END()                                                                     \
-  }                                                                                   \
-  catch (const EnvErrorAlreadySet&) {                                                 \
-    SetLastError("EnvErrorAlreadySet: the host language has a pending error");        \
-    return -2;                                                                        \
-  }                                                                                   \
-  catch (const Error& e) {                                                            \
-    SetLastError(e.Full());                                                           \
-    return -1;                                                                        \
-  }                                                                                   \
-  catch (const std::bad_alloc&) {                                                     \
-    SetLastError("RuntimeError: out of memory");                                      \
-    return -1;                                                                        \
-  }                                                                                   \
-  catch (const std::exception& e) {                                                   \
-    SetLastError(std::string("RuntimeError: ") + e.what());                           \
-    return -1;                                                                        \
-  }                                                                                   \
-  catch (...) {                                                                       \
-    SetLastError("InternalError: unknown exception");                                 \
-    return -1;                                                                        \
-  }                                                                                   \
+#define API_END()                                                              \
+  }                                                                            \
+  catch (const EnvErrorAlreadySet&) {                                          \
+    SetLastError("EnvErrorAlreadySet: the host language has a pending error"); \
+    return -2;                                                                 \
+  }                                                                            \
+  catch (const Error& e) {                                                     \
+    SetLastError(e.Full());                                                    \
+    return -1;                                                                 \
+  }                                                                            \
+  catch (const std::bad_alloc&) {                                              \
+    SetLastError("RuntimeError: out of memory");                               \
+    return -1;                                                                 \
+  }                                                                            \
+  catch (const std::exception& e) {                                            \
+    SetLastError(std::string("RuntimeError: ") + e.what());                    \
+    return -1;                                                                 \
+  }                                                                            \
+  catch (...) {                                                                \
+    SetLastError("InternalError: unknown exception");                          \
+    return -1;                                                                 \
+  }                                                                            \
   return 0;
 
 namespace {
@@ -152,8 +152,8 @@ int TVMFuncFree(TVMFunctionHandle func) {
   API_END();
 }
 
-int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
-                           TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out) {
+int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle, TVMPackedCFuncFinalizer fin,
+                           TVMFunctionHandle* out) {
   // The function object owns the resource from the first line: on any failure its
   // destructor (or this guard) runs the finalizer, so the resource never leaks.
   if (func == nullptr || out == nullptr) {
@@ -184,8 +184,8 @@ namespace {
 
 int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
   // Plain values cannot fail: set them without entering the exception barrier.
-  if (__builtin_expect(ret != nullptr && value != nullptr && type_code != nullptr &&
-                           num_ret == 1 && RetValue::IsPlainCode(*type_code),
+  if (__builtin_expect(ret != nullptr && value != nullptr && type_code != nullptr && num_ret == 1 &&
+                           RetValue::IsPlainCode(*type_code),
                        1)) {
     static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
     return 0;
@@ -309,7 +309,8 @@ int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   API_BEGIN();
   DLTensor& t = ArrayOf(handle, "array handle")->tensor;
   size_t size = CompactBytes(t);
-  if (nbytes != size) Throw("ValueError", "TVMArrayCopyFromBytes: expected ", size, " bytes but got ", nbytes);
+  if (nbytes != size)
+    Throw("ValueError", "TVMArrayCopyFromBytes: expected ", size, " bytes but got ", nbytes);
   if (size) std::memcpy(static_cast<char*>(t.data) + t.byte_offset, NotNull(data, "data"), size);
   API_END();
 }
@@ -318,7 +319,8 @@ int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   API_BEGIN();
   DLTensor& t = ArrayOf(handle, "array handle")->tensor;
   size_t size = CompactBytes(t);
-  if (nbytes != size) Throw("ValueError", "TVMArrayCopyToBytes: expected ", size, " bytes but got ", nbytes);
+  if (nbytes != size)
+    Throw("ValueError", "TVMArrayCopyToBytes: expected ", size, " bytes but got ", nbytes);
   if (size) std::memcpy(NotNull(data, "data"), static_cast<char*>(t.data) + t.byte_offset, size);
   API_END();
 }
@@ -332,13 +334,13 @@ int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle) 
   size_t m = CompactBytes(*dst);
   if (n != m || src->ndim != dst->ndim ||
       std::memcmp(&src->dtype, &dst->dtype, sizeof(DLDataType)) != 0) {
-    Throw("ValueError", "TVMArrayCopyFromTo: arrays differ in shape, dtype or size (", n,
-          " vs ", m, " bytes)");
+    Throw("ValueError", "TVMArrayCopyFromTo: arrays differ in shape, dtype or size (", n, " vs ", m,
+          " bytes)");
   }
   for (int i = 0; i < src->ndim; ++i) {
     if (src->shape[i] != dst->shape[i]) {
-      Throw("ValueError", "TVMArrayCopyFromTo: shapes differ at dimension ", i, " (",
-            src->shape[i], " vs ", dst->shape[i], ")");
+      Throw("ValueError", "TVMArrayCopyFromTo: shapes differ at dimension ", i, " (", src->shape[i],
+            " vs ", dst->shape[i], ")");
     }
   }
   if (n) {
@@ -407,12 +409,11 @@ int TVMObjectFree(TVMObjectHandle obj) {
   API_END();
 }
 
-int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index,
-                         int* is_derived) {
+int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index, int* is_derived) {
   API_BEGIN();
-  *NotNull(is_derived, "is_derived") =
-      child_type_index == parent_type_index || parent_type_index == TypeIndex::kObject ||
-      TypeDerivedFrom(child_type_index, parent_type_index);
+  *NotNull(is_derived, "is_derived") = child_type_index == parent_type_index ||
+                                       parent_type_index == TypeIndex::kObject ||
+                                       TypeDerivedFrom(child_type_index, parent_type_index);
   API_END();
 }
 

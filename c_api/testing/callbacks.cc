@@ -34,63 +34,72 @@ TESTING_GLOBAL("testing.apply", [](PackedArgs args, RetValue* rv) {
 });
 
 // Benchmarked: one TVMFuncCall per iteration, no allocation and no conversion layer in the loop.
-TESTING_GLOBAL("testing.call_n", Typed([](Function f, int64_t n) {
-                 if (n < 0) {
-                   throw Error("ValueError", "testing.call_n: n must be >= 0 but got " +
-                                                 std::to_string(n));
-                 }
-                 TVMFunctionHandle h = f.get();
-                 int64_t total = 0;
-                 TVMValue arg, ret;
-                 int code, ret_code;
-                 for (int64_t i = 0; i < n; ++i) {
-                   arg.v_int64 = i;
-                   code = kTVMArgInt;  // reset: a callee may rewrite its borrowed slots
-                   Check(TVMFuncCall(h, &arg, &code, 1, &ret, &ret_code));
-                   if (ret_code != kTVMArgInt && ret_code != kDLUInt && ret_code != kTVMArgBool) {
-                     OwnedValue discard(ret, ret_code);
-                     throw Error("TypeError", "testing.call_n: f(" + std::to_string(i) +
-                                                  ") returned " +
-                                                  polyffi::TypeCodeName(ret_code) +
-                                                  ", expected int");
-                   }
-                   total = CheckedAdd(total, ret.v_int64, "testing.call_n");
-                 }
-                 return total;
-               },
-               "testing.call_n"));
+TESTING_GLOBAL("testing.call_n",
+               Typed(
+                   [](Function f, int64_t n) {
+                     if (n < 0) {
+                       throw Error("ValueError",
+                                   "testing.call_n: n must be >= 0 but got " + std::to_string(n));
+                     }
+                     TVMFunctionHandle h = f.get();
+                     int64_t total = 0;
+                     TVMValue arg, ret;
+                     int code, ret_code;
+                     for (int64_t i = 0; i < n; ++i) {
+                       arg.v_int64 = i;
+                       code = kTVMArgInt;  // reset: a callee may rewrite its borrowed slots
+                       Check(TVMFuncCall(h, &arg, &code, 1, &ret, &ret_code));
+                       if (ret_code != kTVMArgInt && ret_code != kDLUInt &&
+                           ret_code != kTVMArgBool) {
+                         OwnedValue discard(ret, ret_code);
+                         throw Error("TypeError",
+                                     "testing.call_n: f(" + std::to_string(i) + ") returned " +
+                                         polyffi::TypeCodeName(ret_code) + ", expected int");
+                       }
+                       total = CheckedAdd(total, ret.v_int64, "testing.call_n");
+                     }
+                     return total;
+                   },
+                   "testing.call_n"));
 
-TESTING_GLOBAL("testing.wrap_callback", Typed([](Function f) {
-                 // The closure's copy of f keeps it alive as long as the wrapper lives.
-                 return MakeFixture([f, token = LiveToken()](PackedArgs args, RetValue* rv) {
-                   CallRaw(f.get(), args.values, args.codes, args.size).SetTo(rv);
-                 });
-               },
-               "testing.wrap_callback"));
+TESTING_GLOBAL("testing.wrap_callback",
+               Typed(
+                   [](Function f) {
+                     // The closure's copy of f keeps it alive as long as the wrapper lives.
+                     return MakeFixture([f, token = LiveToken()](PackedArgs args, RetValue* rv) {
+                       CallRaw(f.get(), args.values, args.codes, args.size).SetTo(rv);
+                     });
+                   },
+                   "testing.wrap_callback"));
 
-TESTING_GLOBAL("testing.return_closure", Typed([](int64_t y) {
-                 return MakeFixture(Typed(
-                     [y, token = LiveToken()](int64_t x) {
-                       return CheckedAdd(x, y, "testing.return_closure.<closure>");
-                     },
-                     "testing.return_closure.<closure>"));
-               },
-               "testing.return_closure"));
+TESTING_GLOBAL("testing.return_closure", Typed(
+                                             [](int64_t y) {
+                                               return MakeFixture(Typed(
+                                                   [y, token = LiveToken()](int64_t x) {
+                                                     return CheckedAdd(
+                                                         x, y, "testing.return_closure.<closure>");
+                                                   },
+                                                   "testing.return_closure.<closure>"));
+                                             },
+                                             "testing.return_closure"));
 
-TESTING_GLOBAL("testing.call_and_catch", Typed([](Function f) {
-                 TVMValue ret;
-                 int ret_code = kTVMNullptr;
-                 int status = TVMFuncCall(f.get(), nullptr, nullptr, 0, &ret, &ret_code);
-                 if (status == 0) {
-                   OwnedValue discard(ret, ret_code);
-                   return std::string();
-                 }
-                 // A pending host error cannot be swallowed here: the host must see it.
-                 if (status == -2) throw AlreadySet{-2};
-                 std::string text = TVMGetLastError();
-                 return text.substr(0, text.find('\n'));
-               },
-               "testing.call_and_catch"));
+TESTING_GLOBAL("testing.call_and_catch", Typed(
+                                             [](Function f) {
+                                               TVMValue ret;
+                                               int ret_code = kTVMNullptr;
+                                               int status = TVMFuncCall(f.get(), nullptr, nullptr,
+                                                                        0, &ret, &ret_code);
+                                               if (status == 0) {
+                                                 OwnedValue discard(ret, ret_code);
+                                                 return std::string();
+                                               }
+                                               // A pending host error cannot be swallowed here: the
+                                               // host must see it.
+                                               if (status == -2) throw AlreadySet{-2};
+                                               std::string text = TVMGetLastError();
+                                               return text.substr(0, text.find('\n'));
+                                             },
+                                             "testing.call_and_catch"));
 
 // f(...args) on a new native thread. The last error is per thread, so a failure is captured on
 // that thread and set again on the calling one with the same text.
@@ -103,8 +112,8 @@ TESTING_GLOBAL("testing.call_on_thread", [](PackedArgs args, RetValue* rv) {
     try {
       TVMValue ret;
       int ret_code = kTVMNullptr;
-      if (TVMFuncCall(args.values[0].v_handle, args.values + 1, args.codes + 1, args.size - 1,
-                      &ret, &ret_code) == 0) {
+      if (TVMFuncCall(args.values[0].v_handle, args.values + 1, args.codes + 1, args.size - 1, &ret,
+                      &ret_code) == 0) {
         result = OwnedValue(ret, ret_code);  // copies thread-local strings on this thread
       } else {
         failed = true;
@@ -127,28 +136,30 @@ std::mutex g_release_mutex;
 // Leaked on purpose: destroying joinable threads at exit would call std::terminate.
 std::vector<std::thread>* g_release_threads = new std::vector<std::thread>();
 
-TESTING_GLOBAL("testing.release_on_thread", Typed([](polyffi::ObjectRef obj) {
-                 static TVMFunctionHandle use_count = CoreGlobal("runtime.ObjectUseCount");
-                 std::lock_guard<std::mutex> lock(g_release_mutex);
-                 g_release_threads->emplace_back([obj = std::move(obj)]() mutable {
-                   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                   while (std::chrono::steady_clock::now() < deadline) {
-                     TVMValue arg, ret;
-                     int code = kTVMObjectHandle, ret_code = kTVMNullptr;
-                     arg.v_handle = obj.get();
-                     if (TVMFuncCall(use_count, &arg, &code, 1, &ret, &ret_code) != 0) break;
-                     if (ret_code != kTVMArgInt) {
-                       OwnedValue discard(ret, ret_code);
-                       break;
-                     }
-                     if (ret.v_int64 <= 1) break;  // only our reference is left
-                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                   }
-                   // Drop the last reference here, so the finalizer runs on this native thread.
-                   polyffi::ObjectRef drop = std::move(obj);
-                 });
-               },
-               "testing.release_on_thread"));
+TESTING_GLOBAL("testing.release_on_thread",
+               Typed(
+                   [](polyffi::ObjectRef obj) {
+                     static TVMFunctionHandle use_count = CoreGlobal("runtime.ObjectUseCount");
+                     std::lock_guard<std::mutex> lock(g_release_mutex);
+                     g_release_threads->emplace_back([obj = std::move(obj)]() mutable {
+                       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                       while (std::chrono::steady_clock::now() < deadline) {
+                         TVMValue arg, ret;
+                         int code = kTVMObjectHandle, ret_code = kTVMNullptr;
+                         arg.v_handle = obj.get();
+                         if (TVMFuncCall(use_count, &arg, &code, 1, &ret, &ret_code) != 0) break;
+                         if (ret_code != kTVMArgInt) {
+                           OwnedValue discard(ret, ret_code);
+                           break;
+                         }
+                         if (ret.v_int64 <= 1) break;  // only our reference is left
+                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                       }
+                       // Drop the last reference here, so the finalizer runs on this native thread.
+                       polyffi::ObjectRef drop = std::move(obj);
+                     });
+                   },
+                   "testing.release_on_thread"));
 
 TESTING_GLOBAL("testing.join_release_threads", [](PackedArgs args, RetValue* rv) {
   CheckArity("testing.join_release_threads", args, 0);
@@ -161,14 +172,16 @@ TESTING_GLOBAL("testing.join_release_threads", [](PackedArgs args, RetValue* rv)
   rv->Set(static_cast<int64_t>(threads.size()));
 });
 
-TESTING_GLOBAL("testing.sleep_ms", Typed([](int64_t ms) {
-                 if (ms < 0) {
-                   throw Error("ValueError", "testing.sleep_ms: ms must be >= 0 but got " +
-                                                 std::to_string(ms));
-                 }
-                 std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-               },
-               "testing.sleep_ms"));
+TESTING_GLOBAL("testing.sleep_ms",
+               Typed(
+                   [](int64_t ms) {
+                     if (ms < 0) {
+                       throw Error("ValueError", "testing.sleep_ms: ms must be >= 0 but got " +
+                                                     std::to_string(ms));
+                     }
+                     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                   },
+                   "testing.sleep_ms"));
 
 }  // namespace
 }  // namespace polyffi_testing

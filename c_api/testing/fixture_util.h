@@ -8,10 +8,10 @@
 #define POLYFFI_TESTING_FIXTURE_UTIL_H_
 
 #include <polyffi/c_runtime_api.h>
-#include <polyffi/polyffi.hpp>
 
 #include <cstdint>
 #include <cstdio>
+#include <polyffi/polyffi.hpp>
 #include <string>
 #include <utility>
 
@@ -60,8 +60,7 @@ polyffi::Function MakeFixture(B body) {
   auto* resource = new B(std::move(body));
   TVMFunctionHandle h = nullptr;
   // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  polyffi::CheckCall(
-      TVMFuncCreateFromCFunc(FixtureTrampoline<B>, resource, FixtureDeleter<B>, &h));
+  polyffi::CheckCall(TVMFuncCreateFromCFunc(FixtureTrampoline<B>, resource, FixtureDeleter<B>, &h));
   return polyffi::Function::Adopt(h);
 }
 
@@ -92,9 +91,8 @@ class Registrar {
 #define POLYFFI_TESTING_CONCAT_(a, b) a##b
 #define POLYFFI_TESTING_CONCAT(a, b) POLYFFI_TESTING_CONCAT_(a, b)
 /*! \brief TESTING_GLOBAL("testing.x", body): register a fixture built with MakeFixture. */
-#define TESTING_GLOBAL(name, body)                                                            \
-  static ::polyffi_testing::Registrar POLYFFI_TESTING_CONCAT(testing_reg_, __COUNTER__)( \
-      name, body)
+#define TESTING_GLOBAL(name, body) \
+  static ::polyffi_testing::Registrar POLYFFI_TESTING_CONCAT(testing_reg_, __COUNTER__)(name, body)
 
 /*!
  * \brief A global function of the core, looked up on first use and never released: it lives as

@@ -13,13 +13,26 @@ using polyffi::TensorView;
 std::string DTypeName(DLDataType t) {
   std::string base;
   switch (t.code) {
-    case kDLInt: base = "int"; break;
-    case kDLUInt: base = t.bits == 1 ? "bool" : "uint"; break;
-    case kDLFloat: base = "float"; break;
-    case kDLBfloat: base = "bfloat"; break;
-    case kTVMOpaqueHandle: return "handle";
-    case 6: base = "bool"; break;  // kDLBool (DLPack >= 0.8)
-    default: base = "code" + std::to_string(t.code) + "_"; break;
+    case kDLInt:
+      base = "int";
+      break;
+    case kDLUInt:
+      base = t.bits == 1 ? "bool" : "uint";
+      break;
+    case kDLFloat:
+      base = "float";
+      break;
+    case kDLBfloat:
+      base = "bfloat";
+      break;
+    case kTVMOpaqueHandle:
+      return "handle";
+    case 6:
+      base = "bool";
+      break;  // kDLBool (DLPack >= 0.8)
+    default:
+      base = "code" + std::to_string(t.code) + "_";
+      break;
   }
   std::string name = base;
   if (!(base == "bool")) name += std::to_string(t.bits);
@@ -80,64 +93,70 @@ double SumBool(const DLTensor* t, int64_t n) {
   return total;
 }
 
-TESTING_GLOBAL("testing.nd_sum", Typed([](TensorView nd) {
-                 const DLTensor* t = nd.tensor;
-                 int64_t n = CheckedNumel(t, "testing.nd_sum");
-                 DLDataType d = t->dtype;
-                 if (d.lanes == 1) {
-                   if (d.code == kDLFloat && d.bits == 32) return SumAs<float>(t, n);
-                   if (d.code == kDLFloat && d.bits == 64) return SumAs<double>(t, n);
-                   if (d.code == kDLInt && d.bits == 32) return SumAs<int32_t>(t, n);
-                   if (d.code == kDLInt && d.bits == 64) return SumAs<int64_t>(t, n);
-                   if (d.code == kDLInt && d.bits == 8) return SumAs<int8_t>(t, n);
-                   if (d.code == kDLUInt && d.bits == 8) return SumAs<uint8_t>(t, n);
-                   // bool: classic TVM's uint1 and DLPack's kDLBool both store one byte each.
-                   if ((d.code == kDLUInt && d.bits == 1) || (d.code == 6 && d.bits == 8)) {
-                     return SumBool(t, n);
-                   }
-                 }
-                 throw Error("TypeError", "testing.nd_sum: unsupported dtype " + DTypeName(d));
-               },
-               "testing.nd_sum"));
+TESTING_GLOBAL("testing.nd_sum",
+               Typed(
+                   [](TensorView nd) {
+                     const DLTensor* t = nd.tensor;
+                     int64_t n = CheckedNumel(t, "testing.nd_sum");
+                     DLDataType d = t->dtype;
+                     if (d.lanes == 1) {
+                       if (d.code == kDLFloat && d.bits == 32) return SumAs<float>(t, n);
+                       if (d.code == kDLFloat && d.bits == 64) return SumAs<double>(t, n);
+                       if (d.code == kDLInt && d.bits == 32) return SumAs<int32_t>(t, n);
+                       if (d.code == kDLInt && d.bits == 64) return SumAs<int64_t>(t, n);
+                       if (d.code == kDLInt && d.bits == 8) return SumAs<int8_t>(t, n);
+                       if (d.code == kDLUInt && d.bits == 8) return SumAs<uint8_t>(t, n);
+                       // bool: classic TVM's uint1 and DLPack's kDLBool both store one byte each.
+                       if ((d.code == kDLUInt && d.bits == 1) || (d.code == 6 && d.bits == 8)) {
+                         return SumBool(t, n);
+                       }
+                     }
+                     throw Error("TypeError", "testing.nd_sum: unsupported dtype " + DTypeName(d));
+                   },
+                   "testing.nd_sum"));
 
 bool IsFloat32(DLDataType d) { return d.code == kDLFloat && d.bits == 32 && d.lanes == 1; }
 
-TESTING_GLOBAL("testing.nd_add_one", Typed([](TensorView in, TensorView out) {
-                 const char* who = "testing.nd_add_one";
-                 int64_t n = CheckedNumel(in.tensor, who);
-                 CheckedNumel(out.tensor, who);
-                 const DLTensor* a = in.tensor;
-                 const DLTensor* b = out.tensor;
-                 if (!IsFloat32(a->dtype) || !IsFloat32(b->dtype)) {
-                   throw Error("ValueError", std::string(who) + ": expected float32 but got " +
-                                                 DTypeName(a->dtype) + " and " +
-                                                 DTypeName(b->dtype));
-                 }
-                 bool same = a->ndim == b->ndim;
-                 for (int i = 0; same && i < a->ndim; ++i) same = a->shape[i] == b->shape[i];
-                 if (!same) throw Error("ValueError", std::string(who) + ": shapes differ");
-                 const char* src = DataStart(a);
-                 char* dst = static_cast<char*>(b->data) + b->byte_offset;
-                 for (int64_t i = 0; i < n; ++i) {
-                   float x;
-                   std::memcpy(&x, src + i * sizeof(float), sizeof(float));
-                   x += 1.0f;
-                   std::memcpy(dst + i * sizeof(float), &x, sizeof(float));
-                 }
-               },
-               "testing.nd_add_one"));
+TESTING_GLOBAL("testing.nd_add_one",
+               Typed(
+                   [](TensorView in, TensorView out) {
+                     const char* who = "testing.nd_add_one";
+                     int64_t n = CheckedNumel(in.tensor, who);
+                     CheckedNumel(out.tensor, who);
+                     const DLTensor* a = in.tensor;
+                     const DLTensor* b = out.tensor;
+                     if (!IsFloat32(a->dtype) || !IsFloat32(b->dtype)) {
+                       throw Error("ValueError", std::string(who) + ": expected float32 but got " +
+                                                     DTypeName(a->dtype) + " and " +
+                                                     DTypeName(b->dtype));
+                     }
+                     bool same = a->ndim == b->ndim;
+                     for (int i = 0; same && i < a->ndim; ++i) same = a->shape[i] == b->shape[i];
+                     if (!same) throw Error("ValueError", std::string(who) + ": shapes differ");
+                     const char* src = DataStart(a);
+                     char* dst = static_cast<char*>(b->data) + b->byte_offset;
+                     for (int64_t i = 0; i < n; ++i) {
+                       float x;
+                       std::memcpy(&x, src + i * sizeof(float), sizeof(float));
+                       x += 1.0f;
+                       std::memcpy(dst + i * sizeof(float), &x, sizeof(float));
+                     }
+                   },
+                   "testing.nd_add_one"));
 
 // Address of the first element, for zero-copy checks against the producer's own pointer.
-TESTING_GLOBAL("testing.nd_data_ptr", Typed([](TensorView nd) {
-                 if (nd.tensor == nullptr) {
-                   throw Error("ValueError", "testing.nd_data_ptr: NULL tensor");
-                 }
-                 // Integer arithmetic: a NULL data pointer plus an offset is no pointer at all.
-                 uintptr_t p = reinterpret_cast<uintptr_t>(nd.tensor->data) +
-                               static_cast<uintptr_t>(nd.tensor->byte_offset);
-                 return static_cast<int64_t>(p);
-               },
-               "testing.nd_data_ptr"));
+TESTING_GLOBAL("testing.nd_data_ptr",
+               Typed(
+                   [](TensorView nd) {
+                     if (nd.tensor == nullptr) {
+                       throw Error("ValueError", "testing.nd_data_ptr: NULL tensor");
+                     }
+                     // Integer arithmetic: a NULL data pointer plus an offset is no pointer at all.
+                     uintptr_t p = reinterpret_cast<uintptr_t>(nd.tensor->data) +
+                                   static_cast<uintptr_t>(nd.tensor->byte_offset);
+                     return static_cast<int64_t>(p);
+                   },
+                   "testing.nd_data_ptr"));
 
 }  // namespace
 }  // namespace polyffi_testing

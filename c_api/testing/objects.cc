@@ -41,35 +41,37 @@ TESTING_GLOBAL("testing.make_map", [](PackedArgs args, RetValue* rv) {
 });
 
 // Reads an Array from C++ the way any library outside the core must: through the registry.
-TESTING_GLOBAL("testing.array_sum_ints", Typed([](polyffi::ObjectRef arr) {
-                 static TVMFunctionHandle size_fn = CoreGlobal("runtime.ArraySize");
-                 static TVMFunctionHandle get_fn = CoreGlobal("runtime.ArrayGetItem");
-                 TVMValue args[2];
-                 int codes[2] = {kTVMObjectHandle, kTVMArgInt};
-                 args[0].v_handle = arr.get();
-                 OwnedValue size = CallRaw(size_fn, args, codes, 1);
-                 if (size.code() != kTVMArgInt) {
-                   throw Error("TypeError", std::string("runtime.ArraySize returned ") +
-                                                polyffi::TypeCodeName(size.code()));
-                 }
-                 int64_t total = 0;
-                 for (int64_t i = 0; i < size.value().v_int64; ++i) {
-                   args[0].v_handle = arr.get();
-                   args[1].v_int64 = i;
-                   codes[0] = kTVMObjectHandle;
-                   codes[1] = kTVMArgInt;
-                   OwnedValue item = CallRaw(get_fn, args, codes, 2);
-                   int c = item.code();
-                   if (c != kTVMArgInt && c != kDLUInt && c != kTVMArgBool) {
-                     throw Error("TypeError", "testing.array_sum_ints: item " +
-                                                  std::to_string(i) + " expected int but got " +
-                                                  polyffi::TypeCodeName(c));
-                   }
-                   total = CheckedAdd(total, item.value().v_int64, "testing.array_sum_ints");
-                 }
-                 return total;
-               },
-               "testing.array_sum_ints"));
+TESTING_GLOBAL("testing.array_sum_ints",
+               Typed(
+                   [](polyffi::ObjectRef arr) {
+                     static TVMFunctionHandle size_fn = CoreGlobal("runtime.ArraySize");
+                     static TVMFunctionHandle get_fn = CoreGlobal("runtime.ArrayGetItem");
+                     TVMValue args[2];
+                     int codes[2] = {kTVMObjectHandle, kTVMArgInt};
+                     args[0].v_handle = arr.get();
+                     OwnedValue size = CallRaw(size_fn, args, codes, 1);
+                     if (size.code() != kTVMArgInt) {
+                       throw Error("TypeError", std::string("runtime.ArraySize returned ") +
+                                                    polyffi::TypeCodeName(size.code()));
+                     }
+                     int64_t total = 0;
+                     for (int64_t i = 0; i < size.value().v_int64; ++i) {
+                       args[0].v_handle = arr.get();
+                       args[1].v_int64 = i;
+                       codes[0] = kTVMObjectHandle;
+                       codes[1] = kTVMArgInt;
+                       OwnedValue item = CallRaw(get_fn, args, codes, 2);
+                       int c = item.code();
+                       if (c != kTVMArgInt && c != kDLUInt && c != kTVMArgBool) {
+                         throw Error("TypeError", "testing.array_sum_ints: item " +
+                                                      std::to_string(i) + " expected int but got " +
+                                                      polyffi::TypeCodeName(c));
+                       }
+                       total = CheckedAdd(total, item.value().v_int64, "testing.array_sum_ints");
+                     }
+                     return total;
+                   },
+                   "testing.array_sum_ints"));
 
 }  // namespace
 }  // namespace polyffi_testing

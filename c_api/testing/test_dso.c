@@ -4,7 +4,6 @@
  * runtime service is reached through a function-pointer slot that TVMModLoadFromFile fills.
  */
 #include <polyffi/c_backend_api.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,8 +40,8 @@ static int CheckArgs(const char* name, int* type_codes, int num_args, const int*
   char msg[256];
   int i;
   if (num_args != num_expected) {
-    snprintf(msg, sizeof(msg), "TypeError: %s expected %d arguments but got %d", name,
-             num_expected, num_args);
+    snprintf(msg, sizeof(msg), "TypeError: %s expected %d arguments but got %d", name, num_expected,
+             num_args);
     return Fail(msg);
   }
   for (i = 0; i < num_args; ++i) {
@@ -140,8 +139,8 @@ DSO_EXPORT int scale_i64(TVMValue* args, int* type_codes, int num_args, TVMValue
 }
 
 /* Allocates n bytes of workspace, writes byte i = i % 256, reads them back and returns the sum. */
-DSO_EXPORT int use_workspace(TVMValue* args, int* type_codes, int num_args,
-                             TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {
+DSO_EXPORT int use_workspace(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
+                             int* out_ret_tcode, void* resource_handle) {
   static const int kExpected[1] = {kTVMArgInt};
   int64_t n, i, sum = 0;
   unsigned char* buf;
@@ -201,8 +200,8 @@ DSO_EXPORT int call_global(TVMValue* args, int* type_codes, int num_args, TVMVal
 }
 
 /* Always fails, to check that a DSO's error reaches the caller with its kind. */
-DSO_EXPORT int always_fails(TVMValue* args, int* type_codes, int num_args,
-                            TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {
+DSO_EXPORT int always_fails(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
+                            int* out_ret_tcode, void* resource_handle) {
   (void)args;
   (void)type_codes;
   (void)num_args;
@@ -241,8 +240,8 @@ static int SumTask(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
 }
 
 /* Sum of 0..n-1 computed across the runtime's thread pool (one task per pool thread). */
-DSO_EXPORT int parallel_sum(TVMValue* args, int* type_codes, int num_args,
-                            TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {
+DSO_EXPORT int parallel_sum(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
+                            int* out_ret_tcode, void* resource_handle) {
   static const int kExpected[1] = {kTVMArgInt};
   SumJob job;
   (void)resource_handle;

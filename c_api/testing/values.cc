@@ -23,15 +23,15 @@ TESTING_GLOBAL("testing.echo", [](PackedArgs args, RetValue* rv) {
   rv->SetRaw(args.values[0], args.codes[0]);
 });
 
-TESTING_GLOBAL("testing.add", Typed([](int64_t a, int64_t b) {
-                 return CheckedAdd(a, b, "testing.add");
-               },
-               "testing.add"));
+TESTING_GLOBAL("testing.add",
+               Typed([](int64_t a, int64_t b) { return CheckedAdd(a, b, "testing.add"); },
+                     "testing.add"));
 
-TESTING_GLOBAL("testing.add3", Typed([](int64_t a, int64_t b, int64_t c) {
-                 return CheckedAdd(CheckedAdd(a, b, "testing.add3"), c, "testing.add3");
-               },
-               "testing.add3"));
+TESTING_GLOBAL(
+    "testing.add3",
+    Typed([](int64_t a, int64_t b,
+             int64_t c) { return CheckedAdd(CheckedAdd(a, b, "testing.add3"), c, "testing.add3"); },
+          "testing.add3"));
 
 TESTING_GLOBAL("testing.sum", [](PackedArgs args, RetValue* rv) {
   int64_t total = 0;
@@ -59,11 +59,12 @@ TESTING_GLOBAL("testing.concat", [](PackedArgs args, RetValue* rv) {
   rv->Set(out);
 });
 
-TESTING_GLOBAL("testing.bytes_reverse", Typed([](polyffi::Bytes b) {
-                 std::reverse(b.data.begin(), b.data.end());
-                 return b;
-               },
-               "testing.bytes_reverse"));
+TESTING_GLOBAL("testing.bytes_reverse", Typed(
+                                            [](polyffi::Bytes b) {
+                                              std::reverse(b.data.begin(), b.data.end());
+                                              return b;
+                                            },
+                                            "testing.bytes_reverse"));
 
 TESTING_GLOBAL("testing.return_type", [](PackedArgs args, RetValue* rv) {
   CheckArity("testing.return_type", args, 1);
@@ -73,19 +74,21 @@ TESTING_GLOBAL("testing.return_type", [](PackedArgs args, RetValue* rv) {
 bool IsErrorKind(const std::string& kind) {
   if (kind.empty()) return false;
   return std::all_of(kind.begin(), kind.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
   });
 }
 
-TESTING_GLOBAL("testing.raise_error", Typed([](std::string kind, std::string msg) {
-                 if (!IsErrorKind(kind)) {
-                   throw Error("ValueError", "testing.raise_error: invalid error kind '" + kind +
-                                                 "' (expected [A-Za-z0-9_.]+)");
-                 }
-                 throw Error(kind, msg);
-               },
-               "testing.raise_error"));
+TESTING_GLOBAL("testing.raise_error",
+               Typed(
+                   [](std::string kind, std::string msg) {
+                     if (!IsErrorKind(kind)) {
+                       throw Error("ValueError", "testing.raise_error: invalid error kind '" +
+                                                     kind + "' (expected [A-Za-z0-9_.]+)");
+                     }
+                     throw Error(kind, msg);
+                   },
+                   "testing.raise_error"));
 
 int32_t ToInt32(int64_t x, const char* what) {
   if (x < INT32_MIN || x > INT32_MAX) {
@@ -104,13 +107,13 @@ TESTING_GLOBAL("testing.device", [](PackedArgs args, RetValue* rv) {
   if (args.size != 2) {
     throw Error("TypeError",
                 "testing.device expected 2 arguments (device_type: int, device_id: int) or 1 "
-                "(dev: Device) but got " + std::to_string(args.size));
+                "(dev: Device) but got " +
+                    std::to_string(args.size));
   }
   for (int i = 0; i < 2; ++i) {
     if (args.codes[i] != kTVMArgInt && args.codes[i] != kDLUInt) {
       throw Error("TypeError", "testing.device: argument " + std::to_string(i) +
-                                   " expected int but got " +
-                                   polyffi::TypeCodeName(args.codes[i]));
+                                   " expected int but got " + polyffi::TypeCodeName(args.codes[i]));
     }
   }
   DLDevice dev;

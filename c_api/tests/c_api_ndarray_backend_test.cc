@@ -34,8 +34,8 @@ int64_t NDArrayUseCount(TVMArrayHandle nd) { return UseCount(NDArrayObject(nd));
 
 TVMArrayHandle Alloc(std::vector<int64_t> shape, int code, int bits, int lanes = 1) {
   TVMArrayHandle out = nullptr;
-  int rc = TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), code, bits, lanes, kDLCPU,
-                         0, &out);
+  int rc = TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), code, bits, lanes, kDLCPU, 0,
+                         &out);
   EXPECT_EQ(rc, 0) << LastError();
   return out;
 }
@@ -48,9 +48,9 @@ struct DType {
 
 // bool is TVM's uint1, stored one byte per element.
 const DType kDTypes[] = {
-    {"bool", kDLUInt, 1, 1},     {"int8", kDLInt, 8, 1},       {"int16", kDLInt, 16, 2},
-    {"int32", kDLInt, 32, 4},    {"int64", kDLInt, 64, 8},     {"uint8", kDLUInt, 8, 1},
-    {"uint16", kDLUInt, 16, 2},  {"uint32", kDLUInt, 32, 4},   {"uint64", kDLUInt, 64, 8},
+    {"bool", kDLUInt, 1, 1},      {"int8", kDLInt, 8, 1},       {"int16", kDLInt, 16, 2},
+    {"int32", kDLInt, 32, 4},     {"int64", kDLInt, 64, 8},     {"uint8", kDLUInt, 8, 1},
+    {"uint16", kDLUInt, 16, 2},   {"uint32", kDLUInt, 32, 4},   {"uint64", kDLUInt, 64, 8},
     {"float16", kDLFloat, 16, 2}, {"float32", kDLFloat, 32, 4}, {"float64", kDLFloat, 64, 8},
 };
 
@@ -153,17 +153,14 @@ TEST(Array, AllocBadInput) {
   int64_t shape[2] = {2, 2};
   int64_t negative[1] = {-1};
   TVMArrayHandle out = reinterpret_cast<TVMArrayHandle>(0x1);
-  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 32, 1, kDLCPU, 0, nullptr),
-                        "ValueError"));
-  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, -1, kDLFloat, 32, 1, kDLCPU, 0, &out),
-                        "ValueError"));
-  EXPECT_TRUE(FailsWith(TVMArrayAlloc(nullptr, 2, kDLFloat, 32, 1, kDLCPU, 0, &out),
-                        "ValueError"));
-  EXPECT_TRUE(FailsWith(TVMArrayAlloc(negative, 1, kDLFloat, 32, 1, kDLCPU, 0, &out),
-                        "ValueError"));
+  EXPECT_TRUE(
+      FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 32, 1, kDLCPU, 0, nullptr), "ValueError"));
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, -1, kDLFloat, 32, 1, kDLCPU, 0, &out), "ValueError"));
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(nullptr, 2, kDLFloat, 32, 1, kDLCPU, 0, &out), "ValueError"));
+  EXPECT_TRUE(
+      FailsWith(TVMArrayAlloc(negative, 1, kDLFloat, 32, 1, kDLCPU, 0, &out), "ValueError"));
   EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 7, 1, kDLCPU, 0, &out), "ValueError"));
-  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 32, 0, kDLCPU, 0, &out),
-                        "ValueError"));
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 32, 0, kDLCPU, 0, &out), "ValueError"));
   EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, 99, 32, 1, kDLCPU, 0, &out), "ValueError"));
   EXPECT_EQ(out, reinterpret_cast<TVMArrayHandle>(0x1)) << "out must be untouched on failure";
 }
@@ -286,7 +283,8 @@ TEST(NDArrayValue, ArrayObjectTypeIsNDArray) {
   TVMArrayFree(a);
 }
 
-// ---- DLPack ---------------------------------------------------------------------------------------
+// ---- DLPack
+// ---------------------------------------------------------------------------------------
 
 struct Producer {
   std::atomic<int> deleted{0};
@@ -447,8 +445,7 @@ TVMModuleHandle SystemLib() {
 }
 
 TEST(Module, SystemLibServesRegisteredSymbols) {
-  ASSERT_EQ(TVMBackendRegisterSystemLibSymbol("abitests_sys_add",
-                                              reinterpret_cast<void*>(&SysAdd)),
+  ASSERT_EQ(TVMBackendRegisterSystemLibSymbol("abitests_sys_add", reinterpret_cast<void*>(&SysAdd)),
             0)
       << LastError();
   TVMModuleHandle lib = SystemLib();
@@ -469,8 +466,8 @@ TEST(Module, SystemLibServesRegisteredSymbols) {
 }
 
 TEST(Module, RegisterSystemLibSymbolBadInput) {
-  EXPECT_TRUE(FailsWith(TVMBackendRegisterSystemLibSymbol(nullptr, reinterpret_cast<void*>(&SysAdd)),
-                        "ValueError"));
+  EXPECT_TRUE(FailsWith(
+      TVMBackendRegisterSystemLibSymbol(nullptr, reinterpret_cast<void*>(&SysAdd)), "ValueError"));
 }
 
 TEST(Module, ModuleHandleReturnIsRetained) {
@@ -567,8 +564,7 @@ TEST(ModuleDso, ErrorKeepsItsKind) {
 }
 
 TEST(ModuleDso, ImportIsSearchedOnlyWhenAsked) {
-  ASSERT_EQ(TVMBackendRegisterSystemLibSymbol("abitests_sys_add",
-                                              reinterpret_cast<void*>(&SysAdd)),
+  ASSERT_EQ(TVMBackendRegisterSystemLibSymbol("abitests_sys_add", reinterpret_cast<void*>(&SysAdd)),
             0);
   TVMModuleHandle m = LoadTestDso();
   TVMModuleHandle lib = SystemLib();

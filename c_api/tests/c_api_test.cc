@@ -92,14 +92,15 @@ TEST(FuncFree, NullIsNoOp) { EXPECT_EQ(TVMFuncFree(nullptr), 0); }
 // ---- TVMFuncCall -----------------------------------------------------------------------------
 
 TEST(FuncCall, PassesArgumentsAndReturnsResult) {
-  TVMFunctionHandle add = MakeFunction([](TVMValue* args, int* codes, int n, TVMRetValueHandle ret) {
-    int64_t sum = 0;
-    for (int i = 0; i < n; ++i) {
-      if (codes[i] != kTVMArgInt) return -1;
-      sum += args[i].v_int64;
-    }
-    return ReturnInt(ret, sum);
-  });
+  TVMFunctionHandle add =
+      MakeFunction([](TVMValue* args, int* codes, int n, TVMRetValueHandle ret) {
+        int64_t sum = 0;
+        for (int i = 0; i < n; ++i) {
+          if (codes[i] != kTVMArgInt) return -1;
+          sum += args[i].v_int64;
+        }
+        return ReturnInt(ret, sum);
+      });
   Ret r = Call(add, {Int(1), Int(2), Int(39)});
   ASSERT_EQ(r.rc, 0) << r.error;
   EXPECT_EQ(r.code, kTVMArgInt);
@@ -108,9 +109,8 @@ TEST(FuncCall, PassesArgumentsAndReturnsResult) {
 }
 
 TEST(FuncCall, ZeroArgumentsWithNullArrays) {
-  TVMFunctionHandle f = MakeFunction([](TVMValue*, int*, int n, TVMRetValueHandle ret) {
-    return ReturnInt(ret, n);
-  });
+  TVMFunctionHandle f =
+      MakeFunction([](TVMValue*, int*, int n, TVMRetValueHandle ret) { return ReturnInt(ret, n); });
   TVMValue ret;
   int code = -1;
   ASSERT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, &ret, &code), 0) << LastError();
@@ -132,12 +132,11 @@ TEST(FuncCall, CallbackSeesArgumentsUnchanged) {
     std::vector<int> codes;
     std::vector<TVMValue> values;
   } seen;
-  TVMFunctionHandle f =
-      MakeFunction([&seen](TVMValue* args, int* codes, int n, TVMRetValueHandle) {
-        seen.codes.assign(codes, codes + n);
-        seen.values.assign(args, args + n);
-        return 0;
-      });
+  TVMFunctionHandle f = MakeFunction([&seen](TVMValue* args, int* codes, int n, TVMRetValueHandle) {
+    seen.codes.assign(codes, codes + n);
+    seen.values.assign(args, args + n);
+    return 0;
+  });
   int dummy = 0;
   Ret r = Call(f, {Int(-5), Float(2.5), Handle(&dummy, kTVMOpaqueHandle), Bool(true),
                    Device(kDLCPU, 7), DType(kDLFloat, 32, 1)});
@@ -291,9 +290,8 @@ TEST(FuncCall, CallbackMinusTwoPropagates) {
 }
 
 TEST(FuncCall, MinusTwoPropagatesThroughNestedCallback) {
-  TVMFunctionHandle inner = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle) {
-    return -2;
-  });
+  TVMFunctionHandle inner =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle) { return -2; });
   TVMFunctionHandle outer = MakeFunction([inner](TVMValue*, int*, int, TVMRetValueHandle) {
     TVMValue ret;
     int code;
@@ -305,9 +303,9 @@ TEST(FuncCall, MinusTwoPropagatesThroughNestedCallback) {
 }
 
 TEST(FuncCall, CallbackErrorKeepsItsKind) {
-  for (const char* kind : {"ValueError", "TypeError", "IndexError", "KeyError",
-                           "AttributeError", "NotImplementedError", "AssertionError",
-                           "RuntimeError", "InternalError", "my.pkg.CustomError"}) {
+  for (const char* kind : {"ValueError", "TypeError", "IndexError", "KeyError", "AttributeError",
+                           "NotImplementedError", "AssertionError", "RuntimeError", "InternalError",
+                           "my.pkg.CustomError"}) {
     SCOPED_TRACE(kind);
     std::string msg = std::string(kind) + ": callback says no";
     TVMFunctionHandle f = MakeFailing(msg);
@@ -333,17 +331,17 @@ TEST(FuncCall, CallbackMayCallBackIntoTheRuntime) {
   // Re-entrancy: a callback that looks up and calls another function while being called.
   TVMFunctionHandle echo = MakeEcho();
   ASSERT_EQ(TVMFuncRegisterGlobal("abitests.reentrant_echo", echo, 1), 0) << LastError();
-  TVMFunctionHandle outer = MakeFunction([](TVMValue* args, int* codes, int,
-                                            TVMRetValueHandle ret) {
-    TVMFunctionHandle e = nullptr;
-    if (TVMFuncGetGlobal("abitests.reentrant_echo", &e) != 0 || e == nullptr) return -1;
-    TVMValue v;
-    int c;
-    int rc = TVMFuncCall(e, args, codes, 1, &v, &c);
-    TVMFuncFree(e);
-    if (rc != 0) return rc;
-    return TVMCFuncSetReturn(ret, &v, &c, 1);
-  });
+  TVMFunctionHandle outer =
+      MakeFunction([](TVMValue* args, int* codes, int, TVMRetValueHandle ret) {
+        TVMFunctionHandle e = nullptr;
+        if (TVMFuncGetGlobal("abitests.reentrant_echo", &e) != 0 || e == nullptr) return -1;
+        TVMValue v;
+        int c;
+        int rc = TVMFuncCall(e, args, codes, 1, &v, &c);
+        TVMFuncFree(e);
+        if (rc != 0) return rc;
+        return TVMCFuncSetReturn(ret, &v, &c, 1);
+      });
   Ret r = Call(outer, {Str("nested")});
   ASSERT_EQ(r.rc, 0) << r.error;
   EXPECT_EQ(r.code, kTVMStr);
@@ -443,10 +441,10 @@ TEST_F(SetReturn, DataTypeComesBackAsString) {
     uint16_t lanes;
     const char* text;
   };
-  for (const Case& c : {Case{kDLFloat, 32, 1, "float32"}, Case{kDLInt, 8, 4, "int8x4"},
-                        Case{6 /* kDLBool, DLPack >= 0.8 */, 8, 1, "bool"},
-                        Case{kDLInt, 64, 1, "int64"},
-                        Case{kDLUInt, 16, 1, "uint16"}, Case{kDLFloat, 16, 1, "float16"}}) {
+  for (const Case& c :
+       {Case{kDLFloat, 32, 1, "float32"}, Case{kDLInt, 8, 4, "int8x4"},
+        Case{6 /* kDLBool, DLPack >= 0.8 */, 8, 1, "bool"}, Case{kDLInt, 64, 1, "int64"},
+        Case{kDLUInt, 16, 1, "uint16"}, Case{kDLFloat, 16, 1, "float16"}}) {
     SCOPED_TRACE(c.text);
     Ret r = Call(echo_, {DType(c.code, c.bits, c.lanes)});
     ASSERT_EQ(r.rc, 0) << r.error;
@@ -582,9 +580,8 @@ TEST_F(SetReturn, ObjectSetFromCallbackStateIsRetained) {
 }
 
 TEST_F(SetReturn, FunctionIsRetainedAndCallable) {
-  TVMFunctionHandle inner = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) {
-    return ReturnInt(ret, 99);
-  });
+  TVMFunctionHandle inner =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 99); });
   int64_t before = UseCount(inner, kTVMPackedFuncHandle);
   Ret r = Call(echo_, {Func(inner)});
   ASSERT_EQ(r.rc, 0) << r.error;
@@ -711,8 +708,7 @@ TEST(CbArgToReturn, ObjectArgumentIsRetained) {
   ASSERT_NE(array, nullptr);
   int64_t before = UseCount(array);
   void* kept = nullptr;
-  TVMFunctionHandle f = MakeFunction([&kept](TVMValue* args, int* codes, int,
-                                             TVMRetValueHandle) {
+  TVMFunctionHandle f = MakeFunction([&kept](TVMValue* args, int* codes, int, TVMRetValueHandle) {
     TVMValue v = args[0];
     int code = codes[0];
     if (TVMCbArgToReturn(&v, &code) != 0) return -1;
@@ -735,8 +731,7 @@ TEST(CbArgToReturn, FunctionArgumentIsRetainedAndCallableLater) {
   TVMFunctionHandle inner = MakeFunction(
       [](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 17); }, &finalized);
   void* kept = nullptr;
-  TVMFunctionHandle f = MakeFunction([&kept](TVMValue* args, int* codes, int,
-                                             TVMRetValueHandle) {
+  TVMFunctionHandle f = MakeFunction([&kept](TVMValue* args, int* codes, int, TVMRetValueHandle) {
     TVMValue v = args[0];
     int code = codes[0];
     if (TVMCbArgToReturn(&v, &code) != 0) return -1;
@@ -780,16 +775,16 @@ TEST(CbArgToReturn, RValueRefIsMovedOut) {
 
 TEST(CbArgToReturn, NonObjectValuesAreLeftAsTheyAre) {
   std::vector<std::pair<int, TVMValue>> after;
-  TVMFunctionHandle f = MakeFunction([&after](TVMValue* args, int* codes, int n,
-                                              TVMRetValueHandle) {
-    for (int i = 0; i < n; ++i) {
-      TVMValue v = args[i];
-      int code = codes[i];
-      if (TVMCbArgToReturn(&v, &code) != 0) return -1;
-      after.emplace_back(code, v);
-    }
-    return 0;
-  });
+  TVMFunctionHandle f =
+      MakeFunction([&after](TVMValue* args, int* codes, int n, TVMRetValueHandle) {
+        for (int i = 0; i < n; ++i) {
+          TVMValue v = args[i];
+          int code = codes[i];
+          if (TVMCbArgToReturn(&v, &code) != 0) return -1;
+          after.emplace_back(code, v);
+        }
+        return 0;
+      });
   const char* text = "borrowed";
   TVMByteArray bytes{"xy", 2};
   Ret r = Call(f, {Int(4), Float(0.5), Str(text), Bytes(&bytes), Bool(false), None()});
@@ -826,9 +821,8 @@ TEST(CbArgToReturn, UnknownTypeCodeIsTypeError) {
 // ---- Returned strings: thread-local lifetime ---------------------------------------------------
 
 TVMFunctionHandle MakeStringReturner(const std::string& text) {
-  return MakeFunction([text](TVMValue*, int*, int, TVMRetValueHandle ret) {
-    return ReturnStr(ret, text.c_str());
-  });
+  return MakeFunction(
+      [text](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnStr(ret, text.c_str()); });
 }
 
 TEST(ReturnedString, ValidAfterOtherThreadsCall) {
@@ -968,12 +962,10 @@ TEST(Registry, RemovingDropsTheLastReference) {
 
 TEST(Registry, DuplicateWithoutOverrideIsValueError) {
   const char* name = "abitests.registry.dup";
-  TVMFunctionHandle f1 = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) {
-    return ReturnInt(ret, 1);
-  });
-  TVMFunctionHandle f2 = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) {
-    return ReturnInt(ret, 2);
-  });
+  TVMFunctionHandle f1 =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 1); });
+  TVMFunctionHandle f2 =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 2); });
   ASSERT_EQ(TVMFuncRegisterGlobal(name, f1, 0), 0) << LastError();
   EXPECT_TRUE(FailsWith(TVMFuncRegisterGlobal(name, f2, 0), "ValueError", "already registered"));
   EXPECT_NE(LastError().find(name), std::string::npos) << "the message names the function";
@@ -990,12 +982,11 @@ TEST(Registry, DuplicateWithoutOverrideIsValueError) {
 TEST(Registry, OverrideReplacesAndReleasesTheOldFunction) {
   const char* name = "abitests.registry.override";
   std::atomic<int> old_finalized{0};
-  TVMFunctionHandle old_f = MakeFunction(
-      [](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 1); },
-      &old_finalized);
-  TVMFunctionHandle new_f = MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) {
-    return ReturnInt(ret, 2);
-  });
+  TVMFunctionHandle old_f =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 1); },
+                   &old_finalized);
+  TVMFunctionHandle new_f =
+      MakeFunction([](TVMValue*, int*, int, TVMRetValueHandle ret) { return ReturnInt(ret, 2); });
   ASSERT_EQ(TVMFuncRegisterGlobal(name, old_f, 0), 0) << LastError();
   TVMFuncFree(old_f);
   ASSERT_EQ(TVMFuncRegisterGlobal(name, new_f, 1), 0) << LastError();
@@ -1036,11 +1027,11 @@ TEST(Registry, ListContainsRegisteredAndCoreNamesWithoutDuplicates) {
   }
   EXPECT_EQ(unique.size(), static_cast<size_t>(size)) << "duplicate names in the list";
   EXPECT_EQ(unique.count(name), 1u);
-  for (const char* core : {"runtime.ObjectUseCount", "runtime.Array", "runtime.ArraySize",
-                           "runtime.ArrayGetItem", "runtime.Map", "runtime.MapSize",
-                           "runtime.MapGetItem", "runtime.MapCount", "runtime.MapItems",
-                           "runtime.String", "runtime.StringBytes",
-                           "runtime.NDArrayObjectHandle"}) {
+  for (const char* core :
+       {"runtime.ObjectUseCount", "runtime.Array", "runtime.ArraySize", "runtime.ArrayGetItem",
+        "runtime.Map", "runtime.MapSize", "runtime.MapGetItem", "runtime.MapCount",
+        "runtime.MapItems", "runtime.String", "runtime.StringBytes",
+        "runtime.NDArrayObjectHandle"}) {
     EXPECT_EQ(unique.count(core), 1u) << core << " is not registered";
   }
   TVMFuncRemoveGlobal(name);
@@ -1080,8 +1071,8 @@ TEST(Registry, BadInputIsValueError) {
   int size = 0;
   const char** names = nullptr;
   EXPECT_TRUE(FailsWith(TVMFuncRegisterGlobal(nullptr, f, 0), "ValueError"));
-  EXPECT_TRUE(FailsWith(TVMFuncRegisterGlobal("abitests.registry.null_f", nullptr, 0),
-                        "ValueError"));
+  EXPECT_TRUE(
+      FailsWith(TVMFuncRegisterGlobal("abitests.registry.null_f", nullptr, 0), "ValueError"));
   EXPECT_TRUE(FailsWith(TVMFuncGetGlobal(nullptr, &out), "ValueError"));
   EXPECT_EQ(out, reinterpret_cast<TVMFunctionHandle>(0x1)) << "out must be untouched on failure";
   EXPECT_TRUE(FailsWith(TVMFuncGetGlobal("runtime.Array", nullptr), "ValueError"));
@@ -1094,8 +1085,8 @@ TEST(Registry, BadInputIsValueError) {
 TEST(Registry, RegisteringANonFunctionIsValueError) {
   void* array = MakeObject("runtime.Array", {});
   ASSERT_NE(array, nullptr);
-  EXPECT_TRUE(FailsWith(TVMFuncRegisterGlobal("abitests.registry.not_a_function", array, 0),
-                        "ValueError"));
+  EXPECT_TRUE(
+      FailsWith(TVMFuncRegisterGlobal("abitests.registry.not_a_function", array, 0), "ValueError"));
   TVMFunctionHandle out = nullptr;
   EXPECT_EQ(TVMFuncGetGlobal("abitests.registry.not_a_function", &out), 0);
   EXPECT_EQ(out, nullptr);
@@ -1172,8 +1163,8 @@ TEST(LastError, MessageWithoutKindStillReachesTheCaller) {
 // ---- Objects ----------------------------------------------------------------------------------
 
 TEST(Objects, TypeKeyIndexRoundTrip) {
-  for (const char* key : {"runtime.PackedFunc", "Array", "Map", "runtime.String",
-                          "runtime.Module", "runtime.NDArray"}) {
+  for (const char* key : {"runtime.PackedFunc", "Array", "Map", "runtime.String", "runtime.Module",
+                          "runtime.NDArray"}) {
     SCOPED_TRACE(key);
     unsigned index = 0xFFFFFFFFu;
     ASSERT_EQ(TVMObjectTypeKey2Index(key, &index), 0) << LastError();
@@ -1186,8 +1177,8 @@ TEST(Objects, TypeKeyIndexRoundTrip) {
 
 TEST(Objects, TypeIndicesAreDistinct) {
   std::set<unsigned> seen;
-  for (const char* key : {"runtime.PackedFunc", "Array", "Map", "runtime.String",
-                          "runtime.Module", "runtime.NDArray"}) {
+  for (const char* key : {"runtime.PackedFunc", "Array", "Map", "runtime.String", "runtime.Module",
+                          "runtime.NDArray"}) {
     seen.insert(TypeIndexOfKey(key));
   }
   EXPECT_EQ(seen.size(), 6u);
@@ -1342,8 +1333,8 @@ TEST(Containers, ArrayBuildSizeGetItem) {
   void* inner = MakeObject("runtime.Array", {});
   ASSERT_NE(inner, nullptr);
   int64_t inner_before = UseCount(inner);
-  void* array = MakeObject("runtime.Array",
-                           {Int(1), Str("two"), Float(3.5), Bool(true), Obj(inner), None()});
+  void* array =
+      MakeObject("runtime.Array", {Int(1), Str("two"), Float(3.5), Bool(true), Obj(inner), None()});
   ASSERT_NE(array, nullptr);
   EXPECT_EQ(UseCount(inner), inner_before + 1) << "the array holds its own reference";
   Global size("runtime.ArraySize");
@@ -1410,9 +1401,8 @@ TEST(Containers, ArrayIndexOutOfRangeIsIndexError) {
   Global get("runtime.ArrayGetItem");
   EXPECT_TRUE(FailsWith(Call(get, {Obj(array), Int(2)}).rc, "IndexError"));
   EXPECT_TRUE(FailsWith(Call(get, {Obj(array), Int(-1)}).rc, "IndexError"));
-  EXPECT_TRUE(
-      FailsWith(Call(get, {Obj(array), Int(std::numeric_limits<int64_t>::max())}).rc,
-                "IndexError"));
+  EXPECT_TRUE(FailsWith(Call(get, {Obj(array), Int(std::numeric_limits<int64_t>::max())}).rc,
+                        "IndexError"));
   TVMObjectFree(array);
 }
 
@@ -1434,8 +1424,8 @@ TEST(Containers, MapBuildSizeGetCountItems) {
   void* value_obj = MakeObject("runtime.Array", {});
   ASSERT_NE(value_obj, nullptr);
   int64_t value_before = UseCount(value_obj);
-  void* map = MakeObject("runtime.Map",
-                         {Str("a"), Int(1), Int(2), Str("b"), Str("obj"), Obj(value_obj)});
+  void* map =
+      MakeObject("runtime.Map", {Str("a"), Int(1), Int(2), Str("b"), Str("obj"), Obj(value_obj)});
   ASSERT_NE(map, nullptr);
   EXPECT_EQ(UseCount(value_obj), value_before + 1);
   Global size("runtime.MapSize");

@@ -43,8 +43,8 @@ inline ::testing::AssertionResult FailsWith(int rc, const std::string& kind,
                                             const std::string& part = "") {
   std::string err = LastError();
   if (rc != -1) {
-    return ::testing::AssertionFailure() << "expected rc -1, got " << rc << " (last error: '"
-                                         << err << "')";
+    return ::testing::AssertionFailure()
+           << "expected rc -1, got " << rc << " (last error: '" << err << "')";
   }
   if (ErrorKind(err) != kind) {
     return ::testing::AssertionFailure()
@@ -131,8 +131,8 @@ inline Ret CallV(TVMFunctionHandle f, const std::vector<Arg>& args) {
   }
   Ret r;
   r.value.v_int64 = 0;
-  r.rc = TVMFuncCall(f, values.data(), codes.data(), static_cast<int>(args.size()), &r.value,
-                     &r.code);
+  r.rc =
+      TVMFuncCall(f, values.data(), codes.data(), static_cast<int>(args.size()), &r.value, &r.code);
   if (r.rc != 0) {
     r.error = LastError();
   } else if (r.code == kTVMStr) {

@@ -153,7 +153,7 @@ TEST(ThreadsFinalizer, RunsOnceOnTheThreadDroppingTheLastReference) {
   TVMFunctionHandle f = nullptr;
   ASSERT_EQ(TVMFuncCreateFromCFunc(NopCallback, &rec, RecordFinalizer, &f), 0) << LastError();
   ASSERT_EQ(TVMObjectRetain(f), 0);  // the other thread's reference
-  TVMFuncFree(f);                     // ours
+  TVMFuncFree(f);                    // ours
   EXPECT_EQ(rec.count, 0);
   std::thread::id dropper;
   std::thread t([&] {
@@ -220,9 +220,15 @@ TEST(ThreadsObjects, ContainersReadConcurrently) {
       Ret r = Call(get, {Obj(array), Int((t + i) % 3)});
       ASSERT_EQ(r.rc, 0) << r.error;
       switch ((t + i) % 3) {
-        case 0: EXPECT_EQ(r.value.v_int64, 10); break;
-        case 1: EXPECT_EQ(r.str, "x"); break;
-        default: EXPECT_EQ(r.value.v_int64, 30); break;
+        case 0:
+          EXPECT_EQ(r.value.v_int64, 10);
+          break;
+        case 1:
+          EXPECT_EQ(r.str, "x");
+          break;
+        default:
+          EXPECT_EQ(r.value.v_int64, 30);
+          break;
       }
     }
   });
@@ -234,8 +240,7 @@ TEST(ThreadsObjects, ContainersReadConcurrently) {
 
 TEST(ThreadsCall, OneFunctionFromEightThreads) {
   std::atomic<int> calls{0};
-  TVMFunctionHandle add = MakeFunction([&calls](TVMValue* args, int*, int,
-                                               TVMRetValueHandle ret) {
+  TVMFunctionHandle add = MakeFunction([&calls](TVMValue* args, int*, int, TVMRetValueHandle ret) {
     calls++;
     return ReturnInt(ret, args[0].v_int64 + args[1].v_int64);
   });

@@ -10,16 +10,21 @@ namespace polyffi {
 std::string MapObj::KeyOf(const RetValue& key) {
   TVMValue v = key.value();
   switch (key.type_code()) {
-    case kTVMStr: return "s" + key.str();
-    case kTVMBytes: return "b" + key.str();
-    case kTVMArgInt: return "i" + std::to_string(v.v_int64);
-    case kTVMArgBool: return "?" + std::to_string(v.v_int64);
+    case kTVMStr:
+      return "s" + key.str();
+    case kTVMBytes:
+      return "b" + key.str();
+    case kTVMArgInt:
+      return "i" + std::to_string(v.v_int64);
+    case kTVMArgBool:
+      return "?" + std::to_string(v.v_int64);
     case kTVMArgFloat: {
       char buf[sizeof(double)];
       std::memcpy(buf, &v.v_float64, sizeof(double));
       return "f" + std::string(buf, sizeof(buf));
     }
-    case kTVMNullptr: return "n";
+    case kTVMNullptr:
+      return "n";
     case kTVMObjectHandle:
       // A runtime.String key equals the plain string with the same bytes.
       if (key.object()->type_index() == TypeIndex::kString) {

@@ -5,8 +5,7 @@
 
 namespace polyffi {
 
-void CFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
-                       RetValue* rv) {
+void CFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv) {
   InvokeInline(self, values, codes, n, rv);
 }
 

@@ -16,14 +16,12 @@
 
 // Written against the public C ABI and its C++ layer only (polyffi.hpp keeps its classes in
 // the inline namespace polyffi::cxx, so they never collide with the core's of the same names).
-#include <polyffi/polyffi.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <polyffi/polyffi.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -47,11 +45,21 @@ std::string ShapeStr(const int64_t* shape, int ndim) {
 std::string DTypeStr(DLDataType t) {
   std::string base;
   switch (t.code) {
-    case kDLInt: base = "int"; break;
-    case kDLUInt: base = (t.bits == 1 ? "bool" : "uint"); break;
-    case kDLFloat: base = "float"; break;
-    case kDLBfloat: base = "bfloat"; break;
-    default: base = "code" + std::to_string(t.code) + "_"; break;
+    case kDLInt:
+      base = "int";
+      break;
+    case kDLUInt:
+      base = (t.bits == 1 ? "bool" : "uint");
+      break;
+    case kDLFloat:
+      base = "float";
+      break;
+    case kDLBfloat:
+      base = "bfloat";
+      break;
+    default:
+      base = "code" + std::to_string(t.code) + "_";
+      break;
   }
   if (base != "bool") base += std::to_string(t.bits);
   if (t.lanes != 1) base += "x" + std::to_string(t.lanes);
@@ -130,8 +138,8 @@ int64_t AttrInt(const Json& attrs, const char* key, const std::string& node, boo
       return std::stoll(s);
     }
   }
-  Throw("ValueError", "graph JSON: node '" + node + "' attr " + key + " must be an integer, got " +
-                          it->dump());
+  Throw("ValueError",
+        "graph JSON: node '" + node + "' attr " + key + " must be an integer, got " + it->dump());
 }
 
 // The value of a graph-level attr, which TVM writes as ["list_int", [...]] and the like.
@@ -140,8 +148,8 @@ const Json& GraphAttr(const Json& attrs, const char* key, const char* type) {
   if (it == attrs.end()) Throw("ValueError", std::string("graph JSON: attrs lacks ") + key);
   if (!it->is_array() || it->size() != 2 || !(*it)[0].is_string() || (*it)[0] != type ||
       !(*it)[1].is_array()) {
-    Throw("ValueError", std::string("graph JSON: attrs.") + key + " must be [\"" + type +
-                            "\", [...]]");
+    Throw("ValueError",
+          std::string("graph JSON: attrs.") + key + " must be [\"" + type + "\", [...]]");
   }
   return (*it)[1];
 }
@@ -345,8 +353,8 @@ class GraphExecutor {
     uint64_t magic = r.Read<uint64_t>("header magic");
     if (magic != kParamsMagic) {
       std::ostringstream os;
-      os << "load_params: not a TVM params blob: magic 0x" << std::hex << magic
-         << ", expected 0x" << kParamsMagic;
+      os << "load_params: not a TVM params blob: magic 0x" << std::hex << magic << ", expected 0x"
+         << kParamsMagic;
       Throw("ValueError", os.str());
     }
     r.Read<uint64_t>("header reserved");
@@ -433,8 +441,8 @@ class GraphExecutor {
 
   static DLTensor* TensorArg(const char* fn, ArgValue a) {
     if (a.type_code() != kTVMNDArrayHandle && a.type_code() != kTVMDLTensorHandle) {
-      Throw("TypeError", std::string(fn) + ": expected an array but got " +
-                             TypeCodeName(a.type_code()));
+      Throw("TypeError",
+            std::string(fn) + ": expected an array but got " + TypeCodeName(a.type_code()));
     }
     auto* t = static_cast<DLTensor*>(a.raw().v_handle);
     if (t == nullptr) Throw("ValueError", std::string(fn) + ": array is NULL");
@@ -470,8 +478,10 @@ class GraphExecutor {
   static Entry ParseEntry(const Json& j, const std::string& where) {
     if (!j.is_array() || j.size() < 2 || j.size() > 3 || !j[0].is_number_unsigned() ||
         !j[1].is_number_unsigned()) {
-      Throw("ValueError", "graph JSON: " + where + ": an entry must be [node_id, index, version]"
-                              ", got " + j.dump());
+      Throw("ValueError", "graph JSON: " + where +
+                              ": an entry must be [node_id, index, version]"
+                              ", got " +
+                              j.dump());
     }
     return Entry{j[0].get<uint32_t>(), j[1].get<uint32_t>()};
   }
@@ -539,8 +549,8 @@ class GraphExecutor {
     for (const Json& j : g.at("arg_nodes")) {
       uint32_t nid = j.get<uint32_t>();
       if (nid >= nodes_.size() || nodes_[nid].op != "null") {
-        Throw("ValueError", "graph JSON: arg_nodes entry " + std::to_string(nid) +
-                                " is not a null (input) node");
+        Throw("ValueError",
+              "graph JSON: arg_nodes entry " + std::to_string(nid) + " is not a null (input) node");
       }
       input_nodes_.push_back(nid);
     }
@@ -575,10 +585,11 @@ class GraphExecutor {
     if (storage_id_.size() != num_entries || shapes_.size() != num_entries ||
         dltype.size() != num_entries) {
       Throw("ValueError", "graph JSON: attrs storage_id/shape/dltype must each have " +
-                              std::to_string(num_entries) + " entries (one per node output), "
-                              "got " + std::to_string(storage_id_.size()) + "/" +
-                              std::to_string(shapes_.size()) + "/" +
-                              std::to_string(dltype.size()));
+                              std::to_string(num_entries) +
+                              " entries (one per node output), "
+                              "got " +
+                              std::to_string(storage_id_.size()) + "/" +
+                              std::to_string(shapes_.size()) + "/" + std::to_string(dltype.size()));
     }
     for (size_t i = 0; i < num_entries; ++i) {
       if (storage_id_[i] < 0) {
@@ -586,8 +597,9 @@ class GraphExecutor {
                                 std::to_string(storage_id_[i]));
       }
       for (int64_t d : shapes_[i]) {
-        if (d < 0) Throw("ValueError", "graph JSON: entry " + std::to_string(i) +
-                                           " has a negative dimension");
+        if (d < 0)
+          Throw("ValueError",
+                "graph JSON: entry " + std::to_string(i) + " has a negative dimension");
       }
       dtypes_.push_back(ParseDType(dltype[i]));
     }
@@ -601,8 +613,8 @@ class GraphExecutor {
     for (size_t i = 0; i < storage_id_.size(); ++i) {
       size_t sid = static_cast<size_t>(storage_id_[i]);
       if (sid >= storage_id_.size()) {
-        Throw("ValueError", "graph JSON: storage_id " + std::to_string(sid) +
-                                " exceeds the number of entries");
+        Throw("ValueError",
+              "graph JSON: storage_id " + std::to_string(sid) + " exceeds the number of entries");
       }
       if (sid >= bytes.size()) bytes.resize(sid + 1, 0);
       bytes[sid] = std::max(bytes[sid], NumBytes(shapes_[i], dtypes_[i]));
@@ -611,8 +623,8 @@ class GraphExecutor {
     for (size_t sid = 0; sid < bytes.size(); ++sid) {
       // float32 words, as TVM allocates; at least one so data is never NULL.
       int64_t words = std::max<int64_t>(1, (bytes[sid] + 3) / 4);
-      CheckCall(TVMArrayAlloc(&words, 1, kDLFloat, 32, 1, device_.device_type,
-                              device_.device_id, &storage_.items[sid]));
+      CheckCall(TVMArrayAlloc(&words, 1, kDLFloat, 32, 1, device_.device_type, device_.device_id,
+                              &storage_.items[sid]));
     }
     entries_.items.assign(storage_id_.size(), nullptr);
     for (size_t i = 0; i < storage_id_.size(); ++i) {
@@ -678,7 +690,8 @@ class GraphExecutor {
       }
       if (n.func_name == "__copy") {
         if (n.inputs.size() != 1 || n.num_outputs != 1) {
-          Throw("ValueError", "graph JSON: __copy node '" + n.name + "' must map 1 input to 1 "
+          Throw("ValueError", "graph JSON: __copy node '" + n.name +
+                                  "' must map 1 input to 1 "
                                   "output");
         }
       } else {
@@ -712,8 +725,8 @@ class GraphExecutor {
 
 void CheckArity(const char* fn, PackedArgs args, int lo, int hi) {
   if (args.size < lo || args.size > hi) {
-    std::string want = lo == hi ? std::to_string(lo)
-                                : std::to_string(lo) + " to " + std::to_string(hi);
+    std::string want =
+        lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
     Throw("TypeError", std::string("GraphExecutor.") + fn + ": expected " + want +
                            " arguments but got " + std::to_string(args.size));
   }
@@ -800,8 +813,8 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
   Function load_params = MakePacked([ex](PackedArgs args, RetValue* rv) {
     CheckArity("load_params", args, 1, 1);
     if (args.codes[0] != kTVMBytes) {
-      Throw("TypeError", std::string("load_params: expected bytes but got ") +
-                             TypeCodeName(args.codes[0]));
+      Throw("TypeError",
+            std::string("load_params: expected bytes but got ") + TypeCodeName(args.codes[0]));
     }
     auto* b = static_cast<TVMByteArray*>(args.values[0].v_handle);
     ex->LoadParams(b->data, b->size);
@@ -817,28 +830,33 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
 void Create(PackedArgs args, RetValue* rv) {
   // TVM passes (graph_json, lib, dev_type, dev_id[, dev_type, dev_id ...]).
   if (args.size < 4 || args.size % 2 != 0) {
-    Throw("TypeError", "tvm.graph_executor.create(graph_json, lib, dev_type, dev_id): "
-                       "expected 4 arguments (or more device pairs) but got " +
-                           std::to_string(args.size));
+    Throw("TypeError",
+          "tvm.graph_executor.create(graph_json, lib, dev_type, dev_id): "
+          "expected 4 arguments (or more device pairs) but got " +
+              std::to_string(args.size));
   }
   std::string graph_json;
   try {
     graph_json = args[0].as<std::string>();
   } catch (const Error&) {
     Throw("TypeError", std::string("tvm.graph_executor.create: argument 0 (graph_json) "
-                                   "expected str but got ") + TypeCodeName(args.codes[0]));
+                                   "expected str but got ") +
+                           TypeCodeName(args.codes[0]));
   }
   if (!IsModule(args.codes[1], args.values[1].v_handle)) {
     Throw("TypeError", std::string("tvm.graph_executor.create: argument 1 (lib) expected "
-                                   "Module but got ") + TypeCodeName(args.codes[1]));
+                                   "Module but got ") +
+                           TypeCodeName(args.codes[1]));
   }
   DLDevice dev{kDLCPU, 0};
   for (int i = 2; i < args.size; i += 2) {
     int64_t type = IntArg("tvm.graph_executor.create", args, i);
     int64_t id = IntArg("tvm.graph_executor.create", args, i + 1);
     if (type != kDLCPU) {
-      Throw("ValueError", "tvm.graph_executor.create: only CPU (device type 1) is supported, "
-                          "got device type " + std::to_string(type));
+      Throw("ValueError",
+            "tvm.graph_executor.create: only CPU (device type 1) is supported, "
+            "got device type " +
+                std::to_string(type));
     }
     if (i == 2) dev.device_id = static_cast<int32_t>(id);
   }

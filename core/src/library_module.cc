@@ -1,9 +1,8 @@
 // Modules from shared libraries (the DSO convention of ABI.md 7) and the system library.
 #include <dlfcn.h>
 #include <link.h>
-#include <sys/stat.h>
-
 #include <polyffi/c_backend_api.h>
+#include <sys/stat.h>
 
 #include <mutex>
 #include <unordered_map>

@@ -37,7 +37,8 @@ FunctionObj* ModuleObj::GetFuncFromEnv(const std::string& name) {
   }
   ObjectPtr<FunctionObj> f = GetFunction(name, true);
   if (!f) f = Registry::Global()->Get(name);
-  if (!f) Throw("AttributeError", "cannot find function '", name, "' in the module or the registry");
+  if (!f)
+    Throw("AttributeError", "cannot find function '", name, "' in the module or the registry");
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = env_cache_[name];
   if (!slot) slot = std::move(f);
@@ -53,8 +54,7 @@ class BackendFunction final : public FunctionObj {
       : FunctionObj(Invoke), f_(f), owner_(std::move(owner)) {}
 
  private:
-  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
-                     RetValue* rv) {
+  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv) {
     auto* me = static_cast<const BackendFunction*>(self);
     TVMValue ret_value;
     ret_value.v_handle = nullptr;

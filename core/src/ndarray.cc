@@ -41,12 +41,11 @@ void CheckDataType(DLDataType t) {
                 (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64);
   bool float_ok = t.code == kDLFloat && (t.bits == 16 || t.bits == 32 || t.bits == 64);
   bool other_ok = (t.code == kDLUInt && t.bits == 1) || (t.code == kDLBfloat && t.bits == 16) ||
-                  (t.code == kDLBool && t.bits == 8) ||
-                  (t.code == kDLOpaqueHandle && t.bits == 64);
+                  (t.code == kDLBool && t.bits == 8) || (t.code == kDLOpaqueHandle && t.bits == 64);
   bool ok = t.lanes >= 1 && (int_ok || float_ok || other_ok);
   if (!ok) {
-    Throw("ValueError", "unsupported dtype (code ", int(t.code), ", bits ", int(t.bits),
-          ", lanes ", t.lanes, ")");
+    Throw("ValueError", "unsupported dtype (code ", int(t.code), ", bits ", int(t.bits), ", lanes ",
+          t.lanes, ")");
   }
 }
 
@@ -78,8 +77,8 @@ ObjectPtr<NDArrayObj> NDArrayObj::Empty(const std::vector<int64_t>& shape, DLDat
   // 64-byte alignment, and never a zero-sized request so data is never NULL.
   size_t alloc = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
   arr->owned_data_ = std::aligned_alloc(64, alloc);
-  if (arr->owned_data_ == nullptr) Throw("RuntimeError", "out of memory allocating ", nbytes,
-                                         " bytes");
+  if (arr->owned_data_ == nullptr)
+    Throw("RuntimeError", "out of memory allocating ", nbytes, " bytes");
   arr->shape_ = shape;
   arr->tensor.data = arr->owned_data_;
   arr->tensor.device = dev;
@@ -123,9 +122,7 @@ struct ExportContext {
   ObjectPtr<NDArrayObj> owner;
 };
 
-void DeleteExport(DLManagedTensor* self) {
-  delete static_cast<ExportContext*>(self->manager_ctx);
-}
+void DeleteExport(DLManagedTensor* self) { delete static_cast<ExportContext*>(self->manager_ctx); }
 
 }  // namespace
 

@@ -23,7 +23,6 @@ RegistryState* State() {
 
 }  // namespace
 
-
 Registry* Registry::Global() {
   static Registry registry;
   return &registry;

@@ -12,23 +12,40 @@ namespace polyffi {
 
 const char* TypeCodeName(int code) {
   switch (code) {
-    case kTVMArgInt: return "int";
-    case kDLUInt: return "uint";
-    case kTVMArgFloat: return "float";
-    case kTVMOpaqueHandle: return "handle";
-    case kTVMNullptr: return "None";
-    case kTVMDataType: return "dtype";
-    case kDLDevice: return "Device";
-    case kTVMDLTensorHandle: return "DLTensor*";
-    case kTVMObjectHandle: return "Object";
-    case kTVMModuleHandle: return "Module";
-    case kTVMPackedFuncHandle: return "Function";
-    case kTVMStr: return "str";
-    case kTVMBytes: return "bytes";
-    case kTVMNDArrayHandle: return "NDArray";
-    case kTVMObjectRValueRefArg: return "ObjectRValueRef";
-    case kTVMArgBool: return "bool";
-    default: return "unknown type code";
+    case kTVMArgInt:
+      return "int";
+    case kDLUInt:
+      return "uint";
+    case kTVMArgFloat:
+      return "float";
+    case kTVMOpaqueHandle:
+      return "handle";
+    case kTVMNullptr:
+      return "None";
+    case kTVMDataType:
+      return "dtype";
+    case kDLDevice:
+      return "Device";
+    case kTVMDLTensorHandle:
+      return "DLTensor*";
+    case kTVMObjectHandle:
+      return "Object";
+    case kTVMModuleHandle:
+      return "Module";
+    case kTVMPackedFuncHandle:
+      return "Function";
+    case kTVMStr:
+      return "str";
+    case kTVMBytes:
+      return "bytes";
+    case kTVMNDArrayHandle:
+      return "NDArray";
+    case kTVMObjectRValueRefArg:
+      return "ObjectRValueRef";
+    case kTVMArgBool:
+      return "bool";
+    default:
+      return "unknown type code";
   }
 }
 
@@ -45,10 +62,14 @@ Object* ObjectOfArg(TVMValue v, int code) {
 
 int ObjectTypeCode(const Object* obj) {
   switch (obj->type_index()) {
-    case TypeIndex::kFunction: return kTVMPackedFuncHandle;
-    case TypeIndex::kModule: return kTVMModuleHandle;
-    case TypeIndex::kNDArray: return kTVMNDArrayHandle;
-    default: return kTVMObjectHandle;
+    case TypeIndex::kFunction:
+      return kTVMPackedFuncHandle;
+    case TypeIndex::kModule:
+      return kTVMModuleHandle;
+    case TypeIndex::kNDArray:
+      return kTVMNDArrayHandle;
+    default:
+      return kTVMObjectHandle;
   }
 }
 
@@ -91,9 +112,9 @@ std::string DataTypeString(DLDataType t) {
     return "bool";
   }
   if (t.code == kDLOpaqueHandle) return "handle";
-  const char* base = t.code == kDLInt     ? "int"
-                     : t.code == kDLUInt  ? "uint"
-                     : t.code == kDLFloat ? "float"
+  const char* base = t.code == kDLInt      ? "int"
+                     : t.code == kDLUInt   ? "uint"
+                     : t.code == kDLFloat  ? "float"
                      : t.code == kDLBfloat ? "bfloat"
                                            : nullptr;
   std::string out = base ? base : "custom" + std::to_string(t.code) + "_";
@@ -236,8 +257,10 @@ void RetValue::SetFromCSlow(TVMValue v, int code) {
 void RetValue::CopyFrom(const RetValue& other) {
   if (this == &other) return;
   switch (other.code_) {
-    case kTVMStr: return SetStr(other.str());
-    case kTVMBytes: return SetBytes(other.str().data(), other.str().size());
+    case kTVMStr:
+      return SetStr(other.str());
+    case kTVMBytes:
+      return SetBytes(other.str().data(), other.str().size());
     case kTVMObjectHandle:
     case kTVMModuleHandle:
     case kTVMPackedFuncHandle:
@@ -326,13 +349,14 @@ void RetValue::AsArg(TVMValue* v, int* code, TVMByteArray* bytes_scratch) const 
 
 void Args::CheckArity(int n) const {
   if (size_ != n) {
-    Throw("TypeError", fname_, ": expected ", n, n == 1 ? " argument" : " arguments",
-          " but got ", size_);
+    Throw("TypeError", fname_, ": expected ", n, n == 1 ? " argument" : " arguments", " but got ",
+          size_);
   }
 }
 
 void Args::CheckMinArity(int n) const {
-  if (size_ < n) Throw("TypeError", fname_, ": expected at least ", n, " arguments but got ", size_);
+  if (size_ < n)
+    Throw("TypeError", fname_, ": expected at least ", n, " arguments but got ", size_);
 }
 
 void Args::Mismatch(int i, const char* expected) const {

@@ -37,8 +37,8 @@ TEST(ContainerTest, ArrayKeepsItemsInOrder) {
   EXPECT_EQ(arr.object()->type_index(), TypeIndex::kArray);
   EXPECT_EQ(Call("runtime.ArraySize", {Handle(arr.object())}, {kTVMObjectHandle}).value().v_int64,
             2);
-  RetValue item = Call("runtime.ArrayGetItem", {Handle(arr.object()), Int(1)},
-                       {kTVMObjectHandle, kTVMArgInt});
+  RetValue item =
+      Call("runtime.ArrayGetItem", {Handle(arr.object()), Int(1)}, {kTVMObjectHandle, kTVMArgInt});
   EXPECT_EQ(item.str(), "two");
 }
 
@@ -59,17 +59,19 @@ TEST(ContainerTest, MapReplacesDuplicateKeysAndKeepsInsertionOrder) {
   ASSERT_EQ(m->items.size(), 2u);
   EXPECT_EQ(m->items[0].first.str(), "a");
   EXPECT_EQ(m->items[0].second.value().v_int64, 3);
-  EXPECT_EQ(Call("runtime.MapCount", {Handle(m), Str("b")}, {kTVMObjectHandle, kTVMStr})
-                .value().v_int64, 1);
-  EXPECT_EQ(Call("runtime.MapCount", {Handle(m), Str("z")}, {kTVMObjectHandle, kTVMStr})
-                .value().v_int64, 0);
+  EXPECT_EQ(
+      Call("runtime.MapCount", {Handle(m), Str("b")}, {kTVMObjectHandle, kTVMStr}).value().v_int64,
+      1);
+  EXPECT_EQ(
+      Call("runtime.MapCount", {Handle(m), Str("z")}, {kTVMObjectHandle, kTVMStr}).value().v_int64,
+      0);
 }
 
 TEST(ContainerTest, MapIntAndStringKeysAreDistinct) {
   RetValue map = Call("runtime.Map", {Int(1), Str("int"), Str("1"), Str("str")},
                       {kTVMArgInt, kTVMStr, kTVMStr, kTVMStr});
-  RetValue v = Call("runtime.MapGetItem", {Handle(map.object()), Int(1)},
-                    {kTVMObjectHandle, kTVMArgInt});
+  RetValue v =
+      Call("runtime.MapGetItem", {Handle(map.object()), Int(1)}, {kTVMObjectHandle, kTVMArgInt});
   EXPECT_EQ(v.str(), "int");
   try {
     Call("runtime.MapGetItem", {Handle(map.object()), Str("nope")}, {kTVMObjectHandle, kTVMStr});
@@ -90,8 +92,8 @@ TEST(ContainerTest, StringsWithNulComeBackAsStringObjects) {
   ASSERT_EQ(obj.object()->type_index(), TypeIndex::kString);
   EXPECT_EQ(static_cast<StringObj*>(obj.object())->data, s);
   RetValue arr = Call("runtime.Array", {Handle(obj.object())}, {kTVMObjectHandle});
-  RetValue item = Call("runtime.ArrayGetItem", {Handle(arr.object()), Int(0)},
-                       {kTVMObjectHandle, kTVMArgInt});
+  RetValue item =
+      Call("runtime.ArrayGetItem", {Handle(arr.object()), Int(0)}, {kTVMObjectHandle, kTVMArgInt});
   ASSERT_EQ(item.type_code(), kTVMObjectHandle);
   EXPECT_EQ(static_cast<StringObj*>(item.object())->data, s);
   RetValue bytes = Call("runtime.StringBytes", {Handle(obj.object())}, {kTVMObjectHandle});

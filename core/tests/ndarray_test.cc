@@ -38,7 +38,9 @@ struct Producer {
   int deleted = 0;
 };
 
-void ProducerDeleter(DLManagedTensor* self) { ++static_cast<Producer*>(self->manager_ctx)->deleted; }
+void ProducerDeleter(DLManagedTensor* self) {
+  ++static_cast<Producer*>(self->manager_ctx)->deleted;
+}
 
 TEST(NDArrayTest, FromDLPackIsZeroCopyAndDeletesOnce) {
   Producer p;

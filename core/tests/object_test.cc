@@ -32,7 +32,10 @@ TEST(ObjectTest, ReleaseAndAdoptKeepTheCountBalanced) {
   int dtors = 0;
   Counted* raw = MakeObject<Counted>(&dtors).release();
   EXPECT_EQ(raw->use_count(), 1);
-  { auto p = ObjectPtr<Counted>::Borrow(raw); EXPECT_EQ(raw->use_count(), 2); }
+  {
+    auto p = ObjectPtr<Counted>::Borrow(raw);
+    EXPECT_EQ(raw->use_count(), 2);
+  }
   EXPECT_EQ(dtors, 0);
   { auto p = ObjectPtr<Counted>::Adopt(raw); }
   EXPECT_EQ(dtors, 1);

@@ -11,9 +11,9 @@ namespace polyffi {
 namespace {
 
 TEST(DataTypeTest, ParsesAndPrintsEveryStorageType) {
-  for (const char* s : {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                        "float16", "float32", "float64", "bool", "handle", "float32x4",
-                        "bfloat16"}) {
+  for (const char* s :
+       {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+        "float32", "float64", "bool", "handle", "float32x4", "bfloat16"}) {
     EXPECT_EQ(DataTypeString(ParseDataType(s)), s);
   }
   DLDataType t = ParseDataType("int8x4");

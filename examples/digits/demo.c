@@ -11,9 +11,8 @@
 /* clock_gettime under strict C11. */
 #define _POSIX_C_SOURCE 199309L
 
-#include <polyffi/c_runtime_api.h>
-
 #include <math.h>
+#include <polyffi/c_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +36,8 @@ static void Die(const char* what) {
   exit(1);
 }
 
-#define CHECK_CALL(expr)       \
-  do {                         \
+#define CHECK_CALL(expr)         \
+  do {                           \
     if ((expr) != 0) Die(#expr); \
   } while (0)
 
@@ -275,9 +274,10 @@ int main(int argc, char** argv) {
   printf("accuracy:                %.4f (%zu/%zu correct)\n", (double)correct / n, correct, n);
   printf("agreement with train.py: %zu/%zu batched, %zu/%zu batch-1\n", agree, n, agree_b1, n);
   printf("max |prob - numpy prob|: %.3g\n", max_diff);
-  printf("batch-1 latency:         median %.2f us, p90 %.2f us (set_input+run+get_output, "
-         "%d x %zu inferences)\n",
-         median, p90, kLatencyPasses, n);
+  printf(
+      "batch-1 latency:         median %.2f us, p90 %.2f us (set_input+run+get_output, "
+      "%d x %zu inferences)\n",
+      median, p90, kLatencyPasses, n);
 
   TVMArrayFree(x);
   TVMArrayFree(x1);

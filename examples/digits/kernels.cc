@@ -38,15 +38,14 @@ int CheckTensor(const char* op, TVMValue* args, int* codes, int i, int ndim, DLT
   DLTensor* t = static_cast<DLTensor*>(args[i].v_handle);
   if (t == nullptr || t->data == nullptr) return Fail("argument %lld is a null tensor", op, i);
   if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1) {
-    return Fail("argument %lld must be float32 (dtype code %lld, bits %lld)", op, i,
-                t->dtype.code, t->dtype.bits);
+    return Fail("argument %lld must be float32 (dtype code %lld, bits %lld)", op, i, t->dtype.code,
+                t->dtype.bits);
   }
   if (t->device.device_type != kDLCPU) {
-    return Fail("argument %lld must be on CPU, got device type %lld", op, i,
-                t->device.device_type);
+    return Fail("argument %lld must be on CPU, got device type %lld", op, i, t->device.device_type);
   }
-  if (t->ndim != ndim) return Fail("argument %lld must have rank %lld, got %lld", op, i, ndim,
-                                    t->ndim);
+  if (t->ndim != ndim)
+    return Fail("argument %lld must have rank %lld, got %lld", op, i, ndim, t->ndim);
   if (t->strides != nullptr) {
     int64_t expect = 1;
     for (int d = t->ndim - 1; d >= 0; --d) {
@@ -68,8 +67,8 @@ enum class Activation { kRelu, kSoftmax };
 
 // out[n, units] = act(data[n, in] . weight[units, in]^T + bias[units]) (TVM's nn.dense layout).
 int DenseBias(const char* op, Activation act, TVMValue* args, int* codes, int num_args) {
-  if (num_args != 4) return Fail("expected 4 arguments (data, weight, bias, out), got %lld", op,
-                                 num_args);
+  if (num_args != 4)
+    return Fail("expected 4 arguments (data, weight, bias, out), got %lld", op, num_args);
   DLTensor *x, *w, *b, *y;
   if (CheckTensor(op, args, codes, 0, 2, &x) || CheckTensor(op, args, codes, 1, 2, &w) ||
       CheckTensor(op, args, codes, 2, 1, &b) || CheckTensor(op, args, codes, 3, 2, &y)) {
@@ -79,8 +78,8 @@ int DenseBias(const char* op, Activation act, TVMValue* args, int* codes, int nu
   if (w->shape[1] != in) {
     return Fail("weight has %lld input features but data has %lld", op, w->shape[1], in);
   }
-  if (b->shape[0] != units) return Fail("bias has %lld entries, expected %lld", op, b->shape[0],
-                                        units);
+  if (b->shape[0] != units)
+    return Fail("bias has %lld entries, expected %lld", op, b->shape[0], units);
   if (y->shape[0] != n || y->shape[1] != units) {
     return Fail("output must be [%lld, %lld], got second dim %lld", op, n, units, y->shape[1]);
   }

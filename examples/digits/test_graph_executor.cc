@@ -5,15 +5,14 @@
 // real libdigits_model.so and must reproduce train.py's predictions.
 #include <gtest/gtest.h>
 #include <polyffi/c_runtime_api.h>
-#include <polyffi/polyffi.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <polyffi/polyffi.hpp>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -54,8 +53,8 @@ class Array {
   ~Array() { TVMArrayFree(h_); }
   TVMArrayHandle get() const { return h_; }
   void Set(const std::vector<float>& v) {
-    polyffi::CheckCall(TVMArrayCopyFromBytes(h_, const_cast<float*>(v.data()),
-                                             v.size() * sizeof(float)));
+    polyffi::CheckCall(
+        TVMArrayCopyFromBytes(h_, const_cast<float*>(v.data()), v.size() * sizeof(float)));
   }
   std::vector<float> Get() const {
     int64_t n = 1;
@@ -71,13 +70,13 @@ class Array {
 
 // One packed argument, with its type code.
 struct Arg {
-  Arg(int64_t i) { v.v_int64 = i, code = kTVMArgInt; }          // NOLINT: implicit on purpose
-  Arg(int i) { v.v_int64 = i, code = kTVMArgInt; }              // NOLINT
-  Arg(const char* s) { v.v_str = s, code = kTVMStr; }           // NOLINT
+  Arg(int64_t i) { v.v_int64 = i, code = kTVMArgInt; }                // NOLINT: implicit on purpose
+  Arg(int i) { v.v_int64 = i, code = kTVMArgInt; }                    // NOLINT
+  Arg(const char* s) { v.v_str = s, code = kTVMStr; }                 // NOLINT
   Arg(const std::string& s) { v.v_str = s.c_str(), code = kTVMStr; }  // NOLINT
   Arg(const Array& a) { v.v_handle = a.get(), code = kTVMNDArrayHandle; }  // NOLINT
-  Arg(TVMByteArray* b) { v.v_handle = b, code = kTVMBytes; }   // NOLINT
-  Arg(double d) { v.v_float64 = d, code = kTVMArgFloat; }       // NOLINT
+  Arg(TVMByteArray* b) { v.v_handle = b, code = kTVMBytes; }               // NOLINT
+  Arg(double d) { v.v_float64 = d, code = kTVMArgFloat; }                  // NOLINT
   static Arg Module(void* h) {
     Arg a(0);
     a.v.v_handle = h, a.code = kTVMModuleHandle;
@@ -246,8 +245,8 @@ Json SmallGraph() {
 }
 
 // TVM's params blob.
-std::string SaveParams(const std::vector<std::tuple<std::string, std::vector<int64_t>,
-                                                    std::vector<float>>>& params) {
+std::string SaveParams(
+    const std::vector<std::tuple<std::string, std::vector<int64_t>, std::vector<float>>>& params) {
   std::string out;
   auto put = [&out](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   put(uint64_t{0xF7E58D4F05049CB7ULL});
@@ -541,10 +540,13 @@ TEST(GraphExecutorErrors, CreateArguments) {
   Function create = Function::GetGlobalRequired("tvm.graph_executor.create");
   ObjectRef lib = MakeLib();
   std::string graph = SmallGraph().dump();
-  EXPECT_EQ(ErrorOf([&] { Call(create, {graph, "not a module", 1, 0}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              Call(create, {graph, "not a module", 1, 0});
+            }),
             "TypeError: tvm.graph_executor.create: argument 1 (lib) expected Module but got str");
-  EXPECT_EQ(ErrorOf([&] { Call(create, {graph, Arg::Module(lib.get())}); })
-                .rfind("TypeError: tvm.graph_executor.create", 0),
+  EXPECT_EQ(ErrorOf([&] {
+              Call(create, {graph, Arg::Module(lib.get())});
+            }).rfind("TypeError: tvm.graph_executor.create", 0),
             0u);
   EXPECT_EQ(ErrorOf([&] { Executor ex(graph, lib, kDLCUDA); }),
             "ValueError: tvm.graph_executor.create: only CPU (device type 1) is supported, got "
@@ -560,41 +562,59 @@ class RunningExecutor : public ::testing::Test {
 };
 
 TEST_F(RunningExecutor, SetInputWrongShape) {
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {"x", Array::Of({1, 2, 3}, {3})}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {"x", Array::Of({1, 2, 3}, {3})});
+            }),
             "ValueError: set_input: input 'x' expects [4] float32 but got [3] float32");
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {"x", Array::Of({1, 2, 3, 4}, {2, 2})}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {"x", Array::Of({1, 2, 3, 4}, {2, 2})});
+            }),
             "ValueError: set_input: input 'x' expects [4] float32 but got [2, 2] float32");
 }
 
 TEST_F(RunningExecutor, SetInputWrongDtype) {
   Array ints({4}, DLDataType{kDLInt, 32, 1});
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {"x", ints}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {"x", ints});
+            }),
             "ValueError: set_input: input 'x' expects [4] float32 but got [4] int32");
 }
 
 TEST_F(RunningExecutor, SetInputUnknownNameIsKeyError) {
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {"data", Array::Of({1, 2, 3, 4}, {4})}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {"data", Array::Of({1, 2, 3, 4}, {4})});
+            }),
             "KeyError: set_input: the graph has no input named 'data'");
 }
 
 TEST_F(RunningExecutor, BadIndicesAreIndexErrors) {
   Array a = Array::Of({1, 2, 3, 4}, {4});
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {2, a}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {2, a});
+            }),
             "IndexError: set_input: input index 2 out of range [0, 2)");
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {-1, a}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {-1, a});
+            }),
             "IndexError: set_input: input index -1 out of range [0, 2)");
   EXPECT_EQ(ErrorOf([&] { ex_("get_input", {5}); }),
             "IndexError: get_input: input index 5 out of range [0, 2)");
   EXPECT_EQ(ErrorOf([&] { ex_("get_output", {2}); }),
             "IndexError: get_output: output index 2 out of range [0, 2)");
-  EXPECT_EQ(ErrorOf([&] { ex_("get_output", {-1, a}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("get_output", {-1, a});
+            }),
             "IndexError: get_output: output index -1 out of range [0, 2)");
 }
 
 TEST_F(RunningExecutor, WrongArgumentTypes) {
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {"x", 1.5}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {"x", 1.5});
+            }),
             "TypeError: set_input: expected an array but got float");
-  EXPECT_EQ(ErrorOf([&] { ex_("set_input", {2.0, Array::Of({1, 2, 3, 4}, {4})}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("set_input", {2.0, Array::Of({1, 2, 3, 4}, {4})});
+            }),
             "TypeError: set_input: input must be an int index or a str name, got float");
   EXPECT_EQ(ErrorOf([&] { ex_("get_output", {"0"}); }),
             "TypeError: get_output: argument 0 expected int but got str");
@@ -607,10 +627,14 @@ TEST_F(RunningExecutor, WrongArgumentTypes) {
 TEST_F(RunningExecutor, GetOutputIntoWrongShapedArray) {
   ex_("run");
   Array wrong({2, 2});
-  EXPECT_EQ(ErrorOf([&] { ex_("get_output", {0, wrong}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("get_output", {0, wrong});
+            }),
             "ValueError: get_output: output 0 expects [4] float32 but got [2, 2] float32");
   Array ints({4}, DLDataType{kDLInt, 32, 1});
-  EXPECT_EQ(ErrorOf([&] { ex_("get_output", {0, ints}); }),
+  EXPECT_EQ(ErrorOf([&] {
+              ex_("get_output", {0, ints});
+            }),
             "ValueError: get_output: output 0 expects [4] float32 but got [4] int32");
 }
 
@@ -642,10 +666,12 @@ TEST_F(RunningExecutor, ParamsTruncatedAtEveryLength) {
 
 TEST_F(RunningExecutor, ParamsWithWrongShapeLeaveInputsUnchanged) {
   ex_.LoadParams(SaveParams({{"c", {4}, {1, 1, 1, 1}}}));
-  std::string err = ErrorOf(
-      [&] { ex_.LoadParams(SaveParams({{"c", {4}, {9, 9, 9, 9}}, {"x", {2}, {1, 2}}})); });
-  EXPECT_EQ(err, "ValueError: load_params: param 'x' is [2] float32 but the graph expects [4] "
-                 "float32");
+  std::string err = ErrorOf([&] {
+    ex_.LoadParams(SaveParams({{"c", {4}, {9, 9, 9, 9}}, {"x", {2}, {1, 2}}}));
+  });
+  EXPECT_EQ(err,
+            "ValueError: load_params: param 'x' is [2] float32 but the graph expects [4] "
+            "float32");
   EXPECT_EQ(ex_.InputArray("c").Get(), (std::vector<float>{1, 1, 1, 1}));
 }
 

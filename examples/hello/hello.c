@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                       \
-  do {                                                                    \
-    if ((call) != 0) {                                                    \
-      fprintf(stderr, "%s failed: %s\n", #call, TVMGetLastError());       \
-      exit(1);                                                            \
-    }                                                                     \
+#define CHECK(call)                                                 \
+  do {                                                              \
+    if ((call) != 0) {                                              \
+      fprintf(stderr, "%s failed: %s\n", #call, TVMGetLastError()); \
+      exit(1);                                                      \
+    }                                                               \
   } while (0)
 
 /* A host callback: returns x * 10. */

@@ -31,8 +31,7 @@ typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_ar
  * \param mod_node borrowed module handle. \param out borrowed: the module caches it and keeps
  *  it alive as long as the module lives; do not free it.
  */
-TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
-                                     TVMFunctionHandle* out);
+TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionHandle* out);
 
 /*!
  * \brief Register a symbol of the system library (served by the global runtime.SystemLib).

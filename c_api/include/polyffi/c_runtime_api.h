@@ -97,12 +97,7 @@ typedef enum {
 } TVMArgTypeCode;
 
 /*! \brief Device types beyond DLPack's, kept for source compatibility. */
-typedef enum {
-  kDLAOCL = 5,
-  kDLSDAccel = 6,
-  kOpenGL = 11,
-  kDLMicroDev = 13
-} TVMDeviceExtType;
+typedef enum { kDLAOCL = 5, kDLSDAccel = 6, kOpenGL = 11, kDLMicroDev = 13 } TVMDeviceExtType;
 
 /*! \brief Handle to an array: a DLTensor whose owner is an NDArray object. */
 typedef DLTensor* TVMArrayHandle;
@@ -139,8 +134,8 @@ typedef void* TVMObjectHandle;
  *  owned by the caller; kTVMStr / kTVMBytes results (and dtypes, returned as kTVMStr) are
  *  thread-local; kTVMNullptr when the function returned nothing.
  */
-TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
-                        int num_args, TVMValue* ret_val, int* ret_type_code);
+TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
+                        TVMValue* ret_val, int* ret_type_code);
 
 /*! \brief Release a function handle. \param func owned; NULL is a no-op. */
 TVM_DLL int TVMFuncFree(TVMFunctionHandle func);
@@ -150,8 +145,8 @@ TVM_DLL int TVMFuncFree(TVMFunctionHandle func);
  *  the call (TVMCbArgToReturn turns one into an owned reference). Return 0 on success, -1 after
  *  TVMAPISetLastError, or -2 when the host language already has a pending error.
  */
-typedef int (*TVMPackedCFunc)(TVMValue* args, int* type_codes, int num_args,
-                              TVMRetValueHandle ret, void* resource_handle);
+typedef int (*TVMPackedCFunc)(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
+                              void* resource_handle);
 
 /*! \brief Releases resource_handle; runs exactly once, on whatever thread drops the last ref. */
 typedef void (*TVMPackedCFuncFinalizer)(void* resource_handle);
@@ -177,8 +172,7 @@ TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
  *  A kTVMObjectRValueRefArg value is moved out of its slot.
  * \param num_ret must be 1.
  */
-TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code,
-                              int num_ret);
+TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret);
 
 /*!
  * \brief Turn a borrowed callback argument into an owned reference, in place. Objects

@@ -76,23 +76,40 @@ inline void CheckCall(int rc) {
 /*! \brief Name of a type code as used in error messages. */
 inline const char* TypeCodeName(int code) {
   switch (code) {
-    case kTVMArgInt: return "int";
-    case kDLUInt: return "uint";
-    case kTVMArgFloat: return "float";
-    case kTVMOpaqueHandle: return "handle";
-    case kTVMNullptr: return "None";
-    case kTVMDataType: return "dtype";
-    case kDLDevice: return "Device";
-    case kTVMDLTensorHandle: return "DLTensor*";
-    case kTVMObjectHandle: return "Object";
-    case kTVMModuleHandle: return "Module";
-    case kTVMPackedFuncHandle: return "Function";
-    case kTVMStr: return "str";
-    case kTVMBytes: return "bytes";
-    case kTVMNDArrayHandle: return "NDArray";
-    case kTVMObjectRValueRefArg: return "ObjectRValueRef";
-    case kTVMArgBool: return "bool";
-    default: return "unknown type code";
+    case kTVMArgInt:
+      return "int";
+    case kDLUInt:
+      return "uint";
+    case kTVMArgFloat:
+      return "float";
+    case kTVMOpaqueHandle:
+      return "handle";
+    case kTVMNullptr:
+      return "None";
+    case kTVMDataType:
+      return "dtype";
+    case kDLDevice:
+      return "Device";
+    case kTVMDLTensorHandle:
+      return "DLTensor*";
+    case kTVMObjectHandle:
+      return "Object";
+    case kTVMModuleHandle:
+      return "Module";
+    case kTVMPackedFuncHandle:
+      return "Function";
+    case kTVMStr:
+      return "str";
+    case kTVMBytes:
+      return "bytes";
+    case kTVMNDArrayHandle:
+      return "NDArray";
+    case kTVMObjectRValueRefArg:
+      return "ObjectRValueRef";
+    case kTVMArgBool:
+      return "bool";
+    default:
+      return "unknown type code";
   }
 }
 
@@ -428,9 +445,7 @@ struct ArgTraits<ObjectRef> {
     return c == kTVMObjectHandle || c == kTVMModuleHandle || c == kTVMPackedFuncHandle ||
            c == kTVMNDArrayHandle;
   }
-  static ObjectRef Get(TVMValue v, int c) {
-    return ObjectRef::Borrow(Any::ObjectHandleOf(v, c));
-  }
+  static ObjectRef Get(TVMValue v, int c) { return ObjectRef::Borrow(Any::ObjectHandleOf(v, c)); }
 };
 template <>
 struct ArgTraits<ArgValue> {
@@ -473,7 +488,8 @@ class RetValue {
   void SetRaw(TVMValue v, int code) { CheckCall(TVMCFuncSetReturn(handle_, &v, &code, 1)); }
   void Set(std::nullptr_t) { SetRaw(TVMValue{}, kTVMNullptr); }
   void Set(bool x) { Raw(x ? 1 : 0, kTVMArgBool); }
-  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   void Set(T x) {
     Raw(static_cast<int64_t>(x), kTVMArgInt);
   }
@@ -637,13 +653,12 @@ void InvokeTyped(const F& f, const std::string& name, PackedArgs args, RetValue*
   [[maybe_unused]] auto check = [&](int i, bool ok, const char* want) {
     if (!ok) {
       std::ostringstream os;
-      os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want
-         << " but got " << TypeCodeName(args.codes[i]);
+      os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want << " but got "
+         << TypeCodeName(args.codes[i]);
       throw Error("TypeError", os.str());
     }
   };
-  (check(static_cast<int>(I),
-         ArgMatches<std::decay_t<Args>>(args.values[I], args.codes[I]),
+  (check(static_cast<int>(I), ArgMatches<std::decay_t<Args>>(args.values[I], args.codes[I]),
          ArgTraits<std::decay_t<Args>>::Name()),
    ...);
   if constexpr (std::is_void_v<R>) {
@@ -687,8 +702,7 @@ Function MakeFromBody(Body body) {
   auto* resource = new Body(std::move(body));
   TVMFunctionHandle h = nullptr;
   // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<Body>, resource, detail::Deleter<Body>,
-                                   &h));
+  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<Body>, resource, detail::Deleter<Body>, &h));
   return Function::Adopt(h);
 }
 
@@ -727,8 +741,8 @@ class Registerer {
   void Register(const Function& f) {
     // Static initialisers must not throw: a registration failure is reported once on stderr.
     int rc = TVMFuncRegisterGlobal(name_.c_str(), f.get(), 0);
-    if (rc != 0) std::fprintf(stderr, "polyffi: cannot register %s: %s\n", name_.c_str(),
-                              TVMGetLastError());
+    if (rc != 0)
+      std::fprintf(stderr, "polyffi: cannot register %s: %s\n", name_.c_str(), TVMGetLastError());
   }
   std::string name_;
 };
@@ -739,7 +753,7 @@ class Registerer {
  * \brief Register a global at load time:
  *   POLYFFI_REGISTER_GLOBAL("my.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });
  */
-#define POLYFFI_REGISTER_GLOBAL(name)                                                \
+#define POLYFFI_REGISTER_GLOBAL(name)                                                           \
   [[maybe_unused]] static ::polyffi::Registerer POLYFFI_STR_CONCAT(polyffi_reg_, __COUNTER__) = \
       ::polyffi::Registerer(name)
 

@@ -1,7 +1,6 @@
 /* c_backend_api.h on its own, as strict C11, included twice. It must pull in what it needs
  * (c_runtime_api.h, dlpack.h) itself. Built, never run. */
 #include <polyffi/c_backend_api.h>
-#include <polyffi/c_backend_api.h>
 
 int polyffi_header_backend_c11_probe(void);
 int polyffi_header_backend_c11_probe(void) {

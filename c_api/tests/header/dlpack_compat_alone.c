@@ -1,8 +1,7 @@
 /* dlpack_compat.h on its own, as strict C11, included twice, and after the system dlpack.h it
  * extends (the usual order in a binding). Built, never run. */
-#include <polyffi/dlpack_compat.h>
-#include <polyffi/dlpack_compat.h>
 #include <dlpack/dlpack.h>
+#include <polyffi/dlpack_compat.h>
 
 int polyffi_header_compat_c11_probe(void);
 int polyffi_header_compat_c11_probe(void) {

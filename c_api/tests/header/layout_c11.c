@@ -12,7 +12,7 @@
   _Static_assert((int)(name) == (value), #name " must be " #value);
 #define POLYFFI_CHECK_SIZE(type, size) \
   _Static_assert(sizeof(type) == (size), "sizeof(" #type ") must be " #size);
-#define POLYFFI_CHECK_OFFSET(type, member, offset) \
+#define POLYFFI_CHECK_OFFSET(type, member, offset)   \
   _Static_assert(offsetof(type, member) == (offset), \
                  "offsetof(" #type ", " #member ") must be " #offset);
 

@@ -1,7 +1,6 @@
 /* c_runtime_api.h on its own, as strict C11: nothing included before it, included twice (the
  * include guard must make the second inclusion a no-op). Built, never run. */
 #include <polyffi/c_runtime_api.h>
-#include <polyffi/c_runtime_api.h>
 
 /* Use a few declarations so an unused-everything TU cannot hide a broken typedef. */
 int polyffi_header_runtime_c11_probe(void);

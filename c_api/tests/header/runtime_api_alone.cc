@@ -1,6 +1,5 @@
 // c_runtime_api.h on its own, as strict C++17, included twice. Built, never run.
 #include <polyffi/c_runtime_api.h>
-#include <polyffi/c_runtime_api.h>
 
 // The declarations must have C linkage in C++ (extern "C" block), so a C++ caller links against
 // the unmangled TVM* symbols; taking their address as C function pointer types checks that.

@@ -41,8 +41,7 @@ class LambdaFunction final : public FunctionObj {
       : FunctionObj(Invoke), body_(std::move(body)), name_(std::move(name)) {}
 
  private:
-  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
-                     RetValue* rv) {
+  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv) {
     auto* me = static_cast<const LambdaFunction*>(self);
     me->body_(Args(values, codes, n, me->name_.c_str()), rv);
   }
@@ -63,8 +62,7 @@ class CFunction final : public FunctionObj {
   ~CFunction() override {
     if (fin_) fin_(resource_);
   }
-  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
-                     RetValue* rv);
+  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv);
   /*! \brief Invoke, inlinable where the caller already knows the function is a CFunction. */
   static void InvokeInline(const FunctionObj* self, TVMValue* values, int* codes, int n,
                            RetValue* rv) {

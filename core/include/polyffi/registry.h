@@ -32,7 +32,7 @@ int RegisterCoreGlobal(const char* name, F body) {
 #define POLYFFI_CORE_CAT_(a, b) a##b
 #define POLYFFI_CORE_CAT(a, b) POLYFFI_CORE_CAT_(a, b)
 /*! \brief POLYFFI_CORE_GLOBAL("runtime.X", [](const Args& args, RetValue* rv) { ... }); */
-#define POLYFFI_CORE_GLOBAL(name, ...)                                           \
+#define POLYFFI_CORE_GLOBAL(name, ...)                                              \
   [[maybe_unused]] static const int POLYFFI_CORE_CAT(polyffi_core_reg_, __LINE__) = \
       ::polyffi::RegisterCoreGlobal(name, __VA_ARGS__)
 

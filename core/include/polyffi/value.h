@@ -57,8 +57,9 @@ class RetValue {
   }
   int type_code() const { return code_; }
   TVMValue value() const { return value_; }
-  Object* object() const { return IsObjectCode(code_) ? static_cast<Object*>(value_.v_handle)
-                                                      : nullptr; }
+  Object* object() const {
+    return IsObjectCode(code_) ? static_cast<Object*>(value_.v_handle) : nullptr;
+  }
   const std::string& str() const { return *static_cast<std::string*>(value_.v_handle); }
 
   void Clear() {

@@ -111,9 +111,7 @@ DLDataType ParseDType(const std::string& text) {
 std::string NDArrayBytes(const json& nd) {
   std::string dtype = nd.at("dtype").get<std::string>();
   std::string out;
-  auto put = [&out](const auto& x) {
-    out.append(reinterpret_cast<const char*>(&x), sizeof x);
-  };
+  auto put = [&out](const auto& x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); };
   for (const json& e : nd.at("data")) {
     if (dtype == "float32") {
       put(static_cast<float>(ParseFloat(e)));
@@ -151,14 +149,18 @@ std::string Describe(const Value& v) {
   switch (v.code()) {
     case kTVMArgInt:
     case kDLUInt:
-    case kTVMArgBool: os << " " << v.raw().v_int64; break;
+    case kTVMArgBool:
+      os << " " << v.raw().v_int64;
+      break;
     case kTVMArgFloat:
       os << " " << v.raw().v_float64 << " (bits 0x" << std::hex << Bits(v.raw().v_float64) << ")";
       break;
     case kTVMStr:
       os << " " << Dump(json(v.text())).substr(0, 200);
       break;
-    case kTVMBytes: os << " 0x" << HexEncode(v.text()).substr(0, 200); break;
+    case kTVMBytes:
+      os << " 0x" << HexEncode(v.text()).substr(0, 200);
+      break;
     case kDLDevice:
       os << " (" << v.raw().v_device.device_type << ", " << v.raw().v_device.device_id << ")";
       break;
@@ -195,9 +197,7 @@ class CaseRun {
   void ExpectError(const json& spec, const ApiError& error);
   void RunCall(const json& step, const ValuePtr& function);
   ValuePtr Var(const std::string& name);
-  ValuePtr ItemCall(const ValuePtr& f, Args args) {
-    return CallFunction(f->raw().v_handle, args);
-  }
+  ValuePtr ItemCall(const ValuePtr& f, Args args) { return CallFunction(f->raw().v_handle, args); }
 
   std::string lib_dir_;
   int serial_;
@@ -282,8 +282,8 @@ ValuePtr CaseRun::Build(const json& tagged) {
     DLDataType t = ParseDType(body.at("dtype").get<std::string>());
     std::vector<int64_t> shape = body.at("shape").get<std::vector<int64_t>>();
     TVMArrayHandle a = nullptr;
-    CheckCall(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), t.code, t.bits,
-                            t.lanes, kDLCPU, 0, &a));
+    CheckCall(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), t.code, t.bits, t.lanes,
+                            kDLCPU, 0, &a));
     TVMValue v;
     v.v_handle = a;
     ValuePtr owned = Value::Adopt(v, kTVMNDArrayHandle);
@@ -304,8 +304,9 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
                   Describe(*actual) + (why.empty() ? "" : " (" + why + ")"));
   };
   auto need_code = [&](int code) {
-    if (actual->code() != code) fail(std::string("type code ") + std::to_string(actual->code()) +
-                                     ", want " + TypeCodeName(code));
+    if (actual->code() != code)
+      fail(std::string("type code ") + std::to_string(actual->code()) + ", want " +
+           TypeCodeName(code));
   };
   if (tag == "int") {
     need_code(kTVMArgInt);
@@ -347,8 +348,8 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
       want = Var(body.get<std::string>());
     } else {
       size_t i = body.get<size_t>();
-      if (i >= args.size()) throw Failure(path + ": same_as_arg " + std::to_string(i) +
-                                          " out of range");
+      if (i >= args.size())
+        throw Failure(path + ": same_as_arg " + std::to_string(i) + " out of range");
       want = args[i];
     }
     if (actual->code() != want->code()) fail("type code differs from " + Describe(*want));
@@ -405,8 +406,8 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
       fail("shape differs");
     }
     std::string want_bytes = NDArrayBytes(body), got(want_bytes.size(), '\0');
-    CheckCall(TVMArrayCopyToBytes(const_cast<DLTensor*>(t), got.empty() ? nullptr : &got[0],
-                                  got.size()));
+    CheckCall(
+        TVMArrayCopyToBytes(const_cast<DLTensor*>(t), got.empty() ? nullptr : &got[0], got.size()));
     if (got != want_bytes) fail("data differs: 0x" + HexEncode(got).substr(0, 200));
   } else {
     throw Failure(path + ": unknown expectation tag " + tag);

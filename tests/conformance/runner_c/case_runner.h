@@ -3,7 +3,6 @@
 #define POLYFFI_TESTS_CONFORMANCE_RUNNER_C_CASE_RUNNER_H_
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace conformance {

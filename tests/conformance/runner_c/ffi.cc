@@ -45,34 +45,60 @@ void CheckCall(int status) {
 
 const char* TypeCodeName(int code) {
   switch (code) {
-    case kTVMArgInt: return "int";
-    case kDLUInt: return "uint";
-    case kTVMArgFloat: return "float";
-    case kTVMOpaqueHandle: return "handle";
-    case kTVMNullptr: return "None";
-    case kTVMDataType: return "dtype";
-    case kDLDevice: return "Device";
-    case kTVMDLTensorHandle: return "DLTensor*";
-    case kTVMObjectHandle: return "Object";
-    case kTVMModuleHandle: return "Module";
-    case kTVMPackedFuncHandle: return "Function";
-    case kTVMStr: return "str";
-    case kTVMBytes: return "bytes";
-    case kTVMNDArrayHandle: return "NDArray";
-    case kTVMObjectRValueRefArg: return "ObjectRValueRef";
-    case kTVMArgBool: return "bool";
-    default: return "unknown type code";
+    case kTVMArgInt:
+      return "int";
+    case kDLUInt:
+      return "uint";
+    case kTVMArgFloat:
+      return "float";
+    case kTVMOpaqueHandle:
+      return "handle";
+    case kTVMNullptr:
+      return "None";
+    case kTVMDataType:
+      return "dtype";
+    case kDLDevice:
+      return "Device";
+    case kTVMDLTensorHandle:
+      return "DLTensor*";
+    case kTVMObjectHandle:
+      return "Object";
+    case kTVMModuleHandle:
+      return "Module";
+    case kTVMPackedFuncHandle:
+      return "Function";
+    case kTVMStr:
+      return "str";
+    case kTVMBytes:
+      return "bytes";
+    case kTVMNDArrayHandle:
+      return "NDArray";
+    case kTVMObjectRValueRefArg:
+      return "ObjectRValueRef";
+    case kTVMArgBool:
+      return "bool";
+    default:
+      return "unknown type code";
   }
 }
 
 Value::~Value() {
   // Errors from *Free are not actionable in a destructor; the leak check catches real misses.
   switch (code_) {
-    case kTVMPackedFuncHandle: TVMFuncFree(v_.v_handle); break;
-    case kTVMModuleHandle: TVMModFree(v_.v_handle); break;
-    case kTVMNDArrayHandle: TVMArrayFree(static_cast<TVMArrayHandle>(v_.v_handle)); break;
-    case kTVMObjectHandle: TVMObjectFree(v_.v_handle); break;
-    default: break;
+    case kTVMPackedFuncHandle:
+      TVMFuncFree(v_.v_handle);
+      break;
+    case kTVMModuleHandle:
+      TVMModFree(v_.v_handle);
+      break;
+    case kTVMNDArrayHandle:
+      TVMArrayFree(static_cast<TVMArrayHandle>(v_.v_handle));
+      break;
+    case kTVMObjectHandle:
+      TVMObjectFree(v_.v_handle);
+      break;
+    default:
+      break;
   }
 }
 
@@ -145,8 +171,8 @@ TVMValue Value::Packed() {
 }
 
 bool Value::IsObject() const {
-  return code_ == kTVMObjectHandle || code_ == kTVMModuleHandle ||
-         code_ == kTVMPackedFuncHandle || code_ == kTVMNDArrayHandle;
+  return code_ == kTVMObjectHandle || code_ == kTVMModuleHandle || code_ == kTVMPackedFuncHandle ||
+         code_ == kTVMNDArrayHandle;
 }
 
 ValuePtr CallFunction(TVMFunctionHandle f, const Args& args) {
@@ -160,8 +186,8 @@ ValuePtr CallFunction(TVMFunctionHandle f, const Args& args) {
   TVMValue ret;
   ret.v_handle = nullptr;
   int ret_code = kTVMNullptr;
-  CheckCall(TVMFuncCall(f, values.data(), codes.data(), static_cast<int>(args.size()), &ret,
-                        &ret_code));
+  CheckCall(
+      TVMFuncCall(f, values.data(), codes.data(), static_cast<int>(args.size()), &ret, &ret_code));
   return Value::Adopt(ret, ret_code);
 }
 
@@ -213,8 +239,8 @@ std::string StringObjectContents(void* handle) {
   arg.v_handle = handle;
   TVMValue ret;
   int code = kTVMObjectHandle, ret_code = kTVMNullptr;
-  CheckCall(TVMFuncCall(Globals::Get().string_bytes->raw().v_handle, &arg, &code, 1, &ret,
-                        &ret_code));
+  CheckCall(
+      TVMFuncCall(Globals::Get().string_bytes->raw().v_handle, &arg, &code, 1, &ret, &ret_code));
   ValuePtr result = Value::Adopt(ret, ret_code);
   if (result->code() != kTVMBytes) {
     throw Failure(std::string("runtime.StringBytes returned ") + TypeCodeName(result->code()));

@@ -36,9 +36,7 @@ int SetInt(TVMRetValueHandle ret, int64_t x) {
   return TVMCFuncSetReturn(ret, &v, &code, 1);
 }
 
-void Finalize(void* resource) {
-  static_cast<HostResource*>(resource)->finalized.fetch_add(1);
-}
+void Finalize(void* resource) { static_cast<HostResource*>(resource)->finalized.fetch_add(1); }
 
 HostResource* NewResource(const std::string& name, int64_t y) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -107,8 +105,8 @@ int HostIdentity(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*
     int code = kTVMNullptr;
     return TVMCFuncSetReturn(ret, &v, &code, 1);
   }
-  if (n != 1) return Fail("TypeError: host.identity expected 1 argument but got " +
-                          std::to_string(n));
+  if (n != 1)
+    return Fail("TypeError: host.identity expected 1 argument but got " + std::to_string(n));
   // TVMCFuncSetReturn copies strings and retains objects, so the same handle goes back.
   return TVMCFuncSetReturn(ret, &args[0], &codes[0], 1);
 }
@@ -126,8 +124,7 @@ int HostReturnNone(TVMValue*, int*, int, TVMRetValueHandle ret, void*) {
 
 int AdderClosure(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
   if (n != 1) {
-    return Fail("TypeError: host.adder.<closure> expected 1 argument but got " +
-                std::to_string(n));
+    return Fail("TypeError: host.adder.<closure> expected 1 argument but got " + std::to_string(n));
   }
   int64_t x;
   if (!ReadInt("host.adder.<closure>", args, codes, 0, &x)) return -1;
@@ -139,8 +136,8 @@ int HostAdder(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
   int64_t y;
   if (!ReadInt("host.adder", args, codes, 0, &y)) return -1;
   TVMFunctionHandle f = nullptr;
-  if (TVMFuncCreateFromCFunc(AdderClosure, NewResource("host.adder.<closure>", y), Finalize,
-                             &f) != 0) {
+  if (TVMFuncCreateFromCFunc(AdderClosure, NewResource("host.adder.<closure>", y), Finalize, &f) !=
+      0) {
     return -1;
   }
   TVMValue v;
@@ -157,8 +154,8 @@ int HostCallEcho(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*
   std::vector<int> inner_codes(codes, codes + n);
   TVMValue out;
   int out_code = kTVMNullptr;
-  int status = TVMFuncCall(Globals::Get().echo->raw().v_handle, values.data(),
-                           inner_codes.data(), n, &out, &out_code);
+  int status = TVMFuncCall(Globals::Get().echo->raw().v_handle, values.data(), inner_codes.data(),
+                           n, &out, &out_code);
   if (status != 0) return status;  // the inner error is already this thread's last error
   // Own the result first: strings are thread-local and objects must be released after
   // TVMCFuncSetReturn took its own reference.

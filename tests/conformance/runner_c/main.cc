@@ -6,11 +6,11 @@
 // POLYFFI_CONFORMANCE_OUT (where c.json is written; default: <build>/conformance).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -155,12 +155,10 @@ int Main(int argc, char** argv) {
                                 factory);
       }
     }
-    ::testing::RegisterTest("conformance_final", "capabilities_known", nullptr, nullptr,
-                            __FILE__, __LINE__, []() -> ::testing::Test* {
-                              return new CapabilitiesTest();
-                            });
-    ::testing::RegisterTest("conformance_final", "leak_check", nullptr, nullptr, __FILE__,
-                            __LINE__, []() -> ::testing::Test* { return new LeakCheckTest(); });
+    ::testing::RegisterTest("conformance_final", "capabilities_known", nullptr, nullptr, __FILE__,
+                            __LINE__, []() -> ::testing::Test* { return new CapabilitiesTest(); });
+    ::testing::RegisterTest("conformance_final", "leak_check", nullptr, nullptr, __FILE__, __LINE__,
+                            []() -> ::testing::Test* { return new LeakCheckTest(); });
 
     suite.live_at_start = LiveObjects();
     status = RUN_ALL_TESTS();
