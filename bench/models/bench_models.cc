@@ -83,8 +83,7 @@ TVMFunctionHandle RequireModFunc(TVMModuleHandle mod, const char* name) {
 
 TVMArrayHandle AllocFloat(std::vector<int64_t> shape) {
   TVMArrayHandle a = nullptr;
-  Check(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), kDLFloat, 32, 1, kDLCPU, 0,
-                      &a),
+  Check(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), kDLFloat, 32, 1, kDLCPU, 0, &a),
         "TVMArrayAlloc");
   return a;
 }
@@ -200,8 +199,8 @@ constexpr int64_t kHeldOut = 359;  // graph.json's batch: the whole held-out set
 
 // One kernel call with prebuilt arguments (data, weight, bias, out), as the executor keeps them.
 struct KernelCall {
-  TVMFunctionHandle func = nullptr;           // from TVMModGetFunction
-  TVMBackendPackedCFunc raw = nullptr;        // the exported symbol itself
+  TVMFunctionHandle func = nullptr;     // from TVMModGetFunction
+  TVMBackendPackedCFunc raw = nullptr;  // the exported symbol itself
   TVMValue args[4];
   int codes[4] = {kTVMNDArrayHandle, kTVMNDArrayHandle, kTVMNDArrayHandle, kTVMNDArrayHandle};
 
@@ -226,12 +225,12 @@ struct Digits {
   int64_t batch = 0;
   TVMModuleHandle executor = nullptr;
   TVMFunctionHandle set_input = nullptr, run = nullptr, get_output = nullptr;
-  TVMArrayHandle x = nullptr;           // the caller's input: the first `batch` held-out samples
-  TVMArrayHandle out = nullptr;         // the caller's preallocated output
-  TVMArrayHandle params[4] = {};        // p0..p3: the executor's storage (get_input 1..4)
+  TVMArrayHandle x = nullptr;     // the caller's input: the first `batch` held-out samples
+  TVMArrayHandle out = nullptr;   // the caller's preallocated output
+  TVMArrayHandle params[4] = {};  // p0..p3: the executor's storage (get_input 1..4)
   TVMArrayHandle in = nullptr, hidden = nullptr, probs = nullptr;  // the direct path's own
   KernelCall relu, softmax;
-  std::vector<float> expected_probs;    // train.py's probabilities for those samples
+  std::vector<float> expected_probs;  // train.py's probabilities for those samples
   int32_t first_label = -1;
 
   // By name, as TVM's examples and demo.c do.
@@ -434,9 +433,8 @@ void RegisterDigitsBreakdown(Digits* d) {
   add("digits/executor/set_input", [d] { d->SetInput(); });
   add("digits/executor/set_input_by_index", [d] { d->SetInputByIndex(); });
   add("digits/executor/get_output", [d] { d->GetOutput(); });
-  add("digits/direct/array_copy", [d] {
-    Check(TVMArrayCopyFromTo(d->x, d->in, nullptr), "TVMArrayCopyFromTo");
-  });
+  add("digits/direct/array_copy",
+      [d] { Check(TVMArrayCopyFromTo(d->x, d->in, nullptr), "TVMArrayCopyFromTo"); });
 }
 
 // ---- Parallel launch vs a plain loop ------------------------------------------------------------
@@ -501,26 +499,24 @@ void RegisterParallelCases(const uint32_t* data) {
       Fail("parallel sum over " + std::to_string(n) + " elements is wrong");
     }
     const std::string size = std::to_string(n);
-    benchmark::RegisterBenchmark(("parallel/launch/" + size).c_str(),
-                                 [job, expect](benchmark::State& state) {
-                                   for (auto _ : state) {
-                                     uint64_t s = ParallelSum(job);
-                                     benchmark::DoNotOptimize(s);
-                                   }
-                                   state.counters["tasks"] = job->tasks;
-                                   if (ParallelSum(job) != expect) state.SkipWithError("wrong");
-                                 })
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("parallel/loop/" + size).c_str(),
-                                 [data, n](benchmark::State& state) {
-                                   for (auto _ : state) {
-                                     const uint32_t* p = data;
-                                     benchmark::DoNotOptimize(p);
-                                     uint64_t s = SumRange(p, 0, n);
-                                     benchmark::DoNotOptimize(s);
-                                   }
-                                 })
-        ->UseRealTime();
+    benchmark::RegisterBenchmark(("parallel/launch/" + size).c_str(), [job, expect](
+                                                                          benchmark::State& state) {
+      for (auto _ : state) {
+        uint64_t s = ParallelSum(job);
+        benchmark::DoNotOptimize(s);
+      }
+      state.counters["tasks"] = job->tasks;
+      if (ParallelSum(job) != expect) state.SkipWithError("wrong");
+    })->UseRealTime();
+    benchmark::RegisterBenchmark(("parallel/loop/" + size).c_str(), [data,
+                                                                     n](benchmark::State& state) {
+      for (auto _ : state) {
+        const uint32_t* p = data;
+        benchmark::DoNotOptimize(p);
+        uint64_t s = SumRange(p, 0, n);
+        benchmark::DoNotOptimize(s);
+      }
+    })->UseRealTime();
   }
 }
 

@@ -70,6 +70,9 @@ class Results:
             sys.exit(f"case {name} is missing from the benchmark output")
         return statistics.median(self.runs[name])
 
+    def has(self, *names):
+        return all(n in self.runs for n in names)
+
     def spread(self, name):
         """(max - min) / median, in percent: how much the repetitions disagree."""
         v = self.runs[name]
@@ -91,36 +94,51 @@ def verdict(ok):
 def print_context(report, r, load_before, load_after):
     ctx = report.get("context", {})
     print("## Machine and run\n")
-    print(f"- {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; "
-          f"library build: {ctx.get('library_build_type', '?')} libbenchmark; "
-          f"TVM_NUM_THREADS: {ctx.get('TVM_NUM_THREADS', '?')}")
+    print(
+        f"- {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; "
+        f"library build: {ctx.get('library_build_type', '?')} libbenchmark; "
+        f"TVM_NUM_THREADS: {ctx.get('TVM_NUM_THREADS', '?')}"
+    )
     if load_before is not None:
-        print(f"- load average (1/5/15 min) before: {load_before[0]:.2f} / {load_before[1]:.2f} / "
-              f"{load_before[2]:.2f}; after: {load_after[0]:.2f} / {load_after[1]:.2f} / "
-              f"{load_after[2]:.2f}")
+        print(
+            f"- load average (1/5/15 min) before: {load_before[0]:.2f} / {load_before[1]:.2f} / "
+            f"{load_before[2]:.2f}; after: {load_after[0]:.2f} / {load_after[1]:.2f} / "
+            f"{load_after[2]:.2f}"
+        )
     elif "load_avg" in ctx:
-        print(f"- load average at start (1/5/15 min): "
-              f"{' / '.join(f'{x:.2f}' for x in ctx['load_avg'])}")
+        print(
+            f"- load average at start (1/5/15 min): "
+            f"{' / '.join(f'{x:.2f}' for x in ctx['load_avg'])}"
+        )
     reps = {len(v) for v in r.runs.values()}
-    print(f"- repetitions per case: {', '.join(map(str, sorted(reps)))}; times are medians of "
-          f"wall-clock ns per operation\n")
+    print(
+        f"- repetitions per case: {', '.join(map(str, sorted(reps)))}; times are medians of "
+        f"wall-clock ns per operation\n"
+    )
 
 
 def print_transfer(r):
     print("## Passing a float32 array to testing.nop vs memcpy of the same bytes\n")
-    print("| size | DLPack import + nop + free | existing NDArray + nop | memcpy | "
-          "memcpy / DLPack |")
+    print(
+        "| size | DLPack import + nop + free | existing NDArray + nop | memcpy | memcpy / DLPack |"
+    )
     print("|---|---:|---:|---:|---:|")
     for s in SIZES:
         d, a, m = (r.median(f"{k}/{s}") for k in ("dlpack/nop", "ndarray/nop", "memcpy"))
-        print(f"| {s} ({SIZE_BYTES[s]:,} B) | {fmt_time(d)} | {fmt_time(a)} | {fmt_time(m)} | "
-              f"{m / d:,.2f}× |")
+        print(
+            f"| {s} ({SIZE_BYTES[s]:,} B) | {fmt_time(d)} | {fmt_time(a)} | {fmt_time(m)} | "
+            f"{m / d:,.2f}× |"
+        )
     print()
-    for kind, label in (("dlpack/nop", "DLPack import + nop + free"),
-                        ("ndarray/nop", "existing NDArray + nop")):
+    for kind, label in (
+        ("dlpack/nop", "DLPack import + nop + free"),
+        ("ndarray/nop", "existing NDArray + nop"),
+    ):
         ratio = r.median(f"{kind}/256MiB") / r.median(f"{kind}/1elem")
-        print(f"- {label}: 256 MiB / 1 element = **{ratio:.3f}** "
-              f"(target ≤ {DLPACK_GROWTH_TARGET:.2f}: {verdict(ratio <= DLPACK_GROWTH_TARGET)})")
+        print(
+            f"- {label}: 256 MiB / 1 element = **{ratio:.3f}** "
+            f"(target ≤ {DLPACK_GROWTH_TARGET:.2f}: {verdict(ratio <= DLPACK_GROWTH_TARGET)})"
+        )
     print()
 
 
@@ -146,11 +164,19 @@ def print_digits(r):
 
     pairs = [
         ("executor full vs direct full", "digits/executor/full", "digits/direct/full", True),
-        ("executor full vs direct full + output copy", "digits/executor/full",
-         "digits/direct/full_outcopy", False),
+        (
+            "executor full vs direct full + output copy",
+            "digits/executor/full",
+            "digits/direct/full_outcopy",
+            False,
+        ),
         ("run() vs 2 kernel calls", "digits/executor/run", "digits/direct/kernels", True),
-        ("2 kernels via TVMFuncCall vs raw symbols", "digits/direct/kernels",
-         "digits/direct/kernels_raw", False),
+        (
+            "2 kernels via TVMFuncCall vs raw symbols",
+            "digits/direct/kernels",
+            "digits/direct/kernels_raw",
+            False,
+        ),
     ]
     print_overheads(r, pairs, "per inference")
 
@@ -161,12 +187,24 @@ def print_digits(r):
         m = r.median(f"digits_b359/{name}")
         print(f"| `digits_b359/{name}` | {fmt_time(m)} | {fmt_time(m / 359)} |")
     print()
-    print_overheads(r, [
-        ("executor full vs direct full", "digits_b359/executor/full", "digits_b359/direct/full",
-         True),
-        ("run() vs 2 kernel calls", "digits_b359/executor/run", "digits_b359/direct/kernels",
-         True),
-    ], "per batch of 359")
+    print_overheads(
+        r,
+        [
+            (
+                "executor full vs direct full",
+                "digits_b359/executor/full",
+                "digits_b359/direct/full",
+                True,
+            ),
+            (
+                "run() vs 2 kernel calls",
+                "digits_b359/executor/run",
+                "digits_b359/direct/kernels",
+                True,
+            ),
+        ],
+        "per batch of 359",
+    )
     print()
 
 
@@ -174,8 +212,12 @@ def print_overheads(r, pairs, unit):
     for label, a, b, targeted in pairs:
         o = 100.0 * (r.median(a) - r.median(b)) / r.median(b)
         delta = r.median(a) - r.median(b)
-        target = (f" (target ≤ {EXECUTOR_OVERHEAD_TARGET:.0f} %: "
-                  f"{verdict(o <= EXECUTOR_OVERHEAD_TARGET)})" if targeted else "")
+        target = (
+            f" (target ≤ {EXECUTOR_OVERHEAD_TARGET:.0f} %: "
+            f"{verdict(o <= EXECUTOR_OVERHEAD_TARGET)})"
+            if targeted
+            else ""
+        )
         print(f"- {label}: **{o:+.1f} %** ({delta:+.1f} ns {unit}){target}")
 
 
@@ -184,24 +226,33 @@ def print_parallel(r):
     print("| n | parallel launch | plain loop | launch / loop | launch − loop |")
     print("|---:|---:|---:|---:|---:|")
     for n in PARALLEL_SIZES:
-        p, l = r.median(f"parallel/launch/{n}"), r.median(f"parallel/loop/{n}")
-        print(f"| {int(n):,} | {fmt_time(p)} | {fmt_time(l)} | {p / l:.2f}× | "
-              f"{fmt_time(p - l) if p >= l else '−' + fmt_time(l - p)} |")
-    print(f"\n- empty launch (no work, one task per pool thread): "
-          f"**{fmt_time(r.median('parallel/launch/empty'))}**\n")
+        launch, loop = r.median(f"parallel/launch/{n}"), r.median(f"parallel/loop/{n}")
+        diff = fmt_time(launch - loop) if launch >= loop else "−" + fmt_time(loop - launch)
+        print(
+            f"| {int(n):,} | {fmt_time(launch)} | {fmt_time(loop)} | {launch / loop:.2f}× | "
+            f"{diff} |"
+        )
+    print(
+        f"\n- empty launch (no work, one task per pool thread): "
+        f"**{fmt_time(r.median('parallel/launch/empty'))}**\n"
+    )
 
 
 def print_all(r):
     print("## Every case\n")
-    print("Wall-clock medians; the last column is the calling thread's CPU time over wall time "
-          "(≈ 1.00 when nothing else ran on its core; the parallel cases wait for workers, so "
-          "theirs is lower by design).\n")
+    print(
+        "Wall-clock medians; the last column is the calling thread's CPU time over wall time "
+        "(≈ 1.00 when nothing else ran on its core; the parallel cases wait for workers, so "
+        "theirs is lower by design).\n"
+    )
     print("| case | median | min | max | spread (max − min) / median | CPU / wall |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, v in r.runs.items():
         cpu = statistics.median(r.cpu_runs[name]) / r.median(name)
-        print(f"| `{name}` | {fmt_time(r.median(name))} | {fmt_time(min(v))} | "
-              f"{fmt_time(max(v))} | {r.spread(name):.1f} % | {cpu:.2f} |")
+        print(
+            f"| `{name}` | {fmt_time(r.median(name))} | {fmt_time(min(v))} | "
+            f"{fmt_time(max(v))} | {r.spread(name):.1f} % | {cpu:.2f} |"
+        )
     print()
 
 
@@ -209,8 +260,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", type=Path, default=REPO / "build" / "bin" / "bench_models")
     ap.add_argument("--repetitions", type=int, default=7)
-    ap.add_argument("--min-time", type=float, default=0.2,
-                    help="seconds per repetition of each case (Google Benchmark min_time)")
+    ap.add_argument(
+        "--min-time",
+        type=float,
+        default=0.2,
+        help="seconds per repetition of each case (Google Benchmark min_time)",
+    )
+    ap.add_argument(
+        "--filter",
+        help="only cases matching this regex (--benchmark_filter); "
+        "sections whose cases did not run are left out",
+    )
     ap.add_argument("--json-out", type=Path, help="also save the raw JSON report here")
     ap.add_argument("--from-json", type=Path, help="print a saved report instead of running")
     ap.add_argument("extra", nargs="*", help="more flags for bench_models (after --)")
@@ -223,16 +283,23 @@ def main():
         if not args.binary.exists():
             sys.exit(f"{args.binary} not found: build the bench_models target first")
         load_before = os.getloadavg()
-        report = run_benchmark(args.binary, args.repetitions, args.min_time, args.extra)
+        extra = args.extra + ([f"--benchmark_filter={args.filter}"] if args.filter else [])
+        report = run_benchmark(args.binary, args.repetitions, args.min_time, extra)
         load_after = os.getloadavg()
         if args.json_out:
             args.json_out.write_text(json.dumps(report, indent=1))
 
     results = Results(collect(report, "real_time"), collect(report, "cpu_time"))
     print_context(report, results, load_before, load_after)
-    print_transfer(results)
-    print_digits(results)
-    print_parallel(results)
+    if results.has(*(f"{k}/{s}" for k in ("dlpack/nop", "ndarray/nop", "memcpy") for s in SIZES)):
+        print_transfer(results)
+    if results.has("digits/executor/full", "digits_b359/executor/full"):
+        print_digits(results)
+    if results.has(
+        "parallel/launch/empty",
+        *(f"parallel/{k}/{n}" for k in ("launch", "loop") for n in PARALLEL_SIZES),
+    ):
+        print_parallel(results)
     print_all(results)
 
 
