@@ -270,6 +270,11 @@ class GraphExecutor {
       }
       return static_cast<int>(i);
     }
+    if (key.type_code() == kTVMStr) {  // the common case: compare without building a string
+      for (size_t i = 0; i < input_nodes_.size(); ++i) {
+        if (nodes_[input_nodes_[i]].name == key.raw().v_str) return static_cast<int>(i);
+      }
+    }
     std::string name;
     try {
       name = key.as<std::string>();
@@ -286,7 +291,7 @@ class GraphExecutor {
     const Node& node = nodes_[input_nodes_[index]];
     DLTensor* src = TensorArg("set_input", array);
     TVMArrayHandle dst = EntryArray(input_nodes_[index], 0);
-    CheckMatch("set_input: input '" + node.name + "'", dst, src);
+    CheckMatch([&] { return "set_input: input '" + node.name + "'"; }, dst, src);
     CheckCall(TVMArrayCopyFromTo(src, dst, nullptr));
   }
 
@@ -319,7 +324,7 @@ class GraphExecutor {
   void CopyOutputTo(int64_t index, ArgValue out_arg) const {
     TVMArrayHandle src = Output(index);
     DLTensor* out = TensorArg("get_output", out_arg);
-    CheckMatch("get_output: output " + std::to_string(index), src, out);
+    CheckMatch([&] { return "get_output: output " + std::to_string(index); }, src, out);
     CheckCall(TVMArrayCopyFromTo(src, out, nullptr));
   }
 
@@ -449,11 +454,13 @@ class GraphExecutor {
     return t;
   }
 
-  static void CheckMatch(const std::string& what, const DLTensor* want, const DLTensor* got) {
+  // `what` builds the message's subject only on failure: this runs on every inference.
+  template <typename What>
+  static void CheckMatch(const What& what, const DLTensor* want, const DLTensor* got) {
     bool same = SameDType(want->dtype, got->dtype) && want->ndim == got->ndim &&
                 std::equal(want->shape, want->shape + want->ndim, got->shape);
     if (!same) {
-      Throw("ValueError", what + " expects " + ShapeStr(want->shape, want->ndim) + " " +
+      Throw("ValueError", what() + " expects " + ShapeStr(want->shape, want->ndim) + " " +
                               DTypeStr(want->dtype) + " but got " +
                               ShapeStr(got->shape, got->ndim) + " " + DTypeStr(got->dtype));
     }
@@ -766,17 +773,17 @@ void ReturnArray(RetValue* rv, TVMArrayHandle a) {
 }
 
 Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
-  Function set_input = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function set_input = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("set_input", args, 2, 2);
     ex->SetInput(ex->ResolveInput("set_input", args[0]), args[1]);
     rv->Set(nullptr);
   });
-  Function run = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function run = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("run", args, 0, 0);
     ex->Run();
     rv->Set(nullptr);
   });
-  Function get_output = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function get_output = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_output", args, 1, 2);
     int64_t index = IntArg("get_output", args, 0);
     if (args.size == 2) {
@@ -794,23 +801,23 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
     }
     TVMArrayFree(out);
   });
-  Function get_input = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function get_input = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_input", args, 1, 1);
     ReturnArray(rv, ex->Input(ex->ResolveInput("get_input", args[0])));
   });
-  Function get_num_outputs = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function get_num_outputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_num_outputs", args, 0, 0);
     rv->Set(ex->num_outputs());
   });
-  Function get_num_inputs = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function get_num_inputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_num_inputs", args, 0, 0);
     rv->Set(ex->num_inputs());
   });
-  Function get_input_index = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function get_input_index = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_input_index", args, 1, 1);
     rv->Set(ex->InputIndex(args[0].as<std::string>()));
   });
-  Function load_params = MakePacked([ex](PackedArgs args, RetValue* rv) {
+  Function load_params = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("load_params", args, 1, 1);
     if (args.codes[0] != kTVMBytes) {
       Throw("TypeError",

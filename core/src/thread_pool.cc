@@ -3,6 +3,7 @@
 #include "polyffi/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -62,24 +63,19 @@ class ThreadPool {
     job.env.num_task = n;
     job.pending.store(n - 1, std::memory_order_relaxed);
     {
+      // Under the lock so a worker deciding to sleep cannot miss the new generation.
       std::lock_guard<std::mutex> lock(mu_);
-      job_ = &job;
-      ++generation_;
+      job_.store(&job, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
-    cv_.notify_all();
+    if (sleepers_.load(std::memory_order_relaxed) > 0) cv_.notify_all();
     RunTask(&job, 0);
     // Workers finish quickly for small kernels: spin briefly before blocking.
-    for (int spin = 0; job.pending.load(std::memory_order_acquire) != 0; ++spin) {
-      if (spin > 4096) {
-        std::unique_lock<std::mutex> lock(mu_);
-        done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
-        break;
-      }
+    if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      job_ = nullptr;
-    }
+    job_.store(nullptr, std::memory_order_relaxed);
     if (job.failed.load()) {
       SetLastError(job.error.empty() ? "RuntimeError: a parallel task failed" : job.error);
       return -1;
@@ -104,15 +100,42 @@ class ThreadPool {
     return rc == 0 ? 0 : -1;
   }
 
+  /*!
+   * \brief Spin (with a CPU pause) until done() or about kSpinMicros pass. Waking a sleeping
+   *  thread costs tens of microseconds on a virtual CPU, far more than a small kernel runs.
+   */
+  template <typename Done>
+  static bool SpinUntil(const Done& done) {
+    constexpr int64_t kSpinMicros = 200;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 1;; ++i) {
+      if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if (i % 64 == 0 && std::chrono::steady_clock::now() - start >
+                             std::chrono::microseconds(kSpinMicros)) {
+        return done();
+      }
+    }
+  }
+
   void WorkerLoop(int worker_id) {
     uint64_t seen = 0;
     for (;;) {
-      Job* job = nullptr;
-      {
+      auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+      if (!SpinUntil(fresh)) {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        job = job_;
+        sleepers_.fetch_add(1, std::memory_order_relaxed);
+        cv_.wait(lock, fresh);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      Job* job;
+      {
+        // The generation and its job are published together under the lock.
+        std::lock_guard<std::mutex> lock(mu_);
+        seen = generation_.load(std::memory_order_relaxed);
+        job = job_.load(std::memory_order_relaxed);
       }
       if (job == nullptr || worker_id >= job->env.num_task) continue;
       RunTask(job, worker_id);
@@ -128,8 +151,9 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable done_cv_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
+  std::atomic<Job*> job_{nullptr};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
 };
 
 }  // namespace
