@@ -13,11 +13,11 @@ ci/install-deps.sh
 step "one version everywhere"
 ci/check-version.sh
 
+step "lint"
+ci/lint.sh
+
 step "build (Release)"
 ci/build.sh "$root/build"
-
-step "conformance case files"
-python3 tests/conformance/validate.py
 
 step "C/C++ tests (ctest)"
 ctest --test-dir build --output-on-failure -j2

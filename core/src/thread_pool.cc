@@ -113,8 +113,8 @@ class ThreadPool {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (i % 64 == 0 && std::chrono::steady_clock::now() - start >
-                             std::chrono::microseconds(kSpinMicros)) {
+      if (i % 64 == 0 &&
+          std::chrono::steady_clock::now() - start > std::chrono::microseconds(kSpinMicros)) {
         return done();
       }
     }
