@@ -9,8 +9,6 @@ echo "== callbacks and the registry from C (examples/hello)"
 "$root/build/bin/hello_polyffi"
 echo
 echo "== digits classifier from C (examples/digits)"
-"$root/build/bin/digits_demo" "$root/examples/digits/model" "$root/build/lib/libdigits_model.so"
-if [ -x "$root/ci/demo-python.sh" ]; then
-  echo
-  "$root/ci/demo-python.sh"
-fi
+"$root/build/bin/digits_demo"
+echo
+"$root/ci/demo-python.sh"
