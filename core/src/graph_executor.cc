@@ -292,7 +292,7 @@ class GraphExecutor {
     DLTensor* src = TensorArg("set_input", array);
     TVMArrayHandle dst = EntryArray(input_nodes_[index], 0);
     CheckMatch([&] { return "set_input: input '" + node.name + "'"; }, dst, src);
-    CheckCall(TVMArrayCopyFromTo(src, dst, nullptr));
+    CopyChecked(src, dst);
   }
 
   TVMArrayHandle Input(int index) const { return EntryArray(input_nodes_[index], 0); }
@@ -325,7 +325,7 @@ class GraphExecutor {
     TVMArrayHandle src = Output(index);
     DLTensor* out = TensorArg("get_output", out_arg);
     CheckMatch([&] { return "get_output: output " + std::to_string(index); }, src, out);
-    CheckCall(TVMArrayCopyFromTo(src, out, nullptr));
+    CopyChecked(src, out);
   }
 
   void Run() {
@@ -452,6 +452,32 @@ class GraphExecutor {
     auto* t = static_cast<DLTensor*>(a.raw().v_handle);
     if (t == nullptr) Throw("ValueError", std::string(fn) + ": array is NULL");
     return t;
+  }
+
+  // Copy between tensors CheckMatch already found equal in shape and dtype: a plain memcpy
+  // when both are compact (the per-inference case), else the runtime's checked copy, which
+  // reports strided arrays clearly.
+  static void CopyChecked(const DLTensor* src, DLTensor* dst) {
+    if (IsCompact(*src) && IsCompact(*dst)) {
+      size_t n = (static_cast<size_t>(src->dtype.bits) * src->dtype.lanes + 7) / 8;
+      for (int i = 0; i < src->ndim; ++i) n *= static_cast<size_t>(src->shape[i]);
+      if (n != 0) {
+        std::memcpy(static_cast<char*>(dst->data) + dst->byte_offset,
+                    static_cast<const char*>(src->data) + src->byte_offset, n);
+      }
+      return;
+    }
+    CheckCall(TVMArrayCopyFromTo(const_cast<DLTensor*>(src), dst, nullptr));
+  }
+
+  static bool IsCompact(const DLTensor& t) {
+    if (t.strides == nullptr) return true;
+    int64_t expected = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+      expected *= t.shape[i];
+    }
+    return true;
   }
 
   // `what` builds the message's subject only on failure: this runs on every inference.
