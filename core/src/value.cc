@@ -1,6 +1,8 @@
 // Value conversion: the owning return slot and checked argument access.
 #include "polyffi/value.h"
 
+#include <polyffi/type_code_name.h>
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -10,44 +12,7 @@
 
 namespace polyffi {
 
-const char* TypeCodeName(int code) {
-  switch (code) {
-    case kTVMArgInt:
-      return "int";
-    case kDLUInt:
-      return "uint";
-    case kTVMArgFloat:
-      return "float";
-    case kTVMOpaqueHandle:
-      return "handle";
-    case kTVMNullptr:
-      return "None";
-    case kTVMDataType:
-      return "dtype";
-    case kDLDevice:
-      return "Device";
-    case kTVMDLTensorHandle:
-      return "DLTensor*";
-    case kTVMObjectHandle:
-      return "Object";
-    case kTVMModuleHandle:
-      return "Module";
-    case kTVMPackedFuncHandle:
-      return "Function";
-    case kTVMStr:
-      return "str";
-    case kTVMBytes:
-      return "bytes";
-    case kTVMNDArrayHandle:
-      return "NDArray";
-    case kTVMObjectRValueRefArg:
-      return "ObjectRValueRef";
-    case kTVMArgBool:
-      return "bool";
-    default:
-      return "unknown type code";
-  }
-}
+const char* TypeCodeName(int code) { return PolyffiTypeCodeName(code); }
 
 Object* ObjectOfArg(TVMValue v, int code) {
   switch (code) {

@@ -8,6 +8,7 @@
 #define POLYFFI_POLYFFI_HPP_
 
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/type_code_name.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -74,44 +75,7 @@ inline void CheckCall(int rc) {
 }
 
 /*! \brief Name of a type code as used in error messages. */
-inline const char* TypeCodeName(int code) {
-  switch (code) {
-    case kTVMArgInt:
-      return "int";
-    case kDLUInt:
-      return "uint";
-    case kTVMArgFloat:
-      return "float";
-    case kTVMOpaqueHandle:
-      return "handle";
-    case kTVMNullptr:
-      return "None";
-    case kTVMDataType:
-      return "dtype";
-    case kDLDevice:
-      return "Device";
-    case kTVMDLTensorHandle:
-      return "DLTensor*";
-    case kTVMObjectHandle:
-      return "Object";
-    case kTVMModuleHandle:
-      return "Module";
-    case kTVMPackedFuncHandle:
-      return "Function";
-    case kTVMStr:
-      return "str";
-    case kTVMBytes:
-      return "bytes";
-    case kTVMNDArrayHandle:
-      return "NDArray";
-    case kTVMObjectRValueRefArg:
-      return "ObjectRValueRef";
-    case kTVMArgBool:
-      return "bool";
-    default:
-      return "unknown type code";
-  }
-}
+inline const char* TypeCodeName(int code) { return PolyffiTypeCodeName(code); }
 
 // ---- Handles -----------------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 #include "ffi.h"
 
+#include <polyffi/type_code_name.h>
+
 #include <cctype>
 
 namespace conformance {
@@ -43,44 +45,7 @@ void CheckCall(int status) {
   if (status != 0) throw ApiError(status, TVMGetLastError());
 }
 
-const char* TypeCodeName(int code) {
-  switch (code) {
-    case kTVMArgInt:
-      return "int";
-    case kDLUInt:
-      return "uint";
-    case kTVMArgFloat:
-      return "float";
-    case kTVMOpaqueHandle:
-      return "handle";
-    case kTVMNullptr:
-      return "None";
-    case kTVMDataType:
-      return "dtype";
-    case kDLDevice:
-      return "Device";
-    case kTVMDLTensorHandle:
-      return "DLTensor*";
-    case kTVMObjectHandle:
-      return "Object";
-    case kTVMModuleHandle:
-      return "Module";
-    case kTVMPackedFuncHandle:
-      return "Function";
-    case kTVMStr:
-      return "str";
-    case kTVMBytes:
-      return "bytes";
-    case kTVMNDArrayHandle:
-      return "NDArray";
-    case kTVMObjectRValueRefArg:
-      return "ObjectRValueRef";
-    case kTVMArgBool:
-      return "bool";
-    default:
-      return "unknown type code";
-  }
-}
+const char* TypeCodeName(int code) { return PolyffiTypeCodeName(code); }
 
 Value::~Value() {
   // Errors from *Free are not actionable in a destructor; the leak check catches real misses.
