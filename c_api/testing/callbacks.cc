@@ -1,7 +1,7 @@
 // testing.* fixtures that call host functions back: apply, call_n, closures, errors, threads.
 //
-// Each passes the callee's status through unchanged (AlreadySet): an error raised by a host
-// callback keeps its kind and text, and -2 (a host error already pending) stays -2.
+// Each passes the callee's status on (polyffi::CheckCall): an error raised by a host callback
+// keeps its kind and text, and -2 (a host error already pending) stays -2.
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -48,7 +48,7 @@ TESTING_GLOBAL("testing.call_n",
                      for (int64_t i = 0; i < n; ++i) {
                        arg.v_int64 = i;
                        code = kTVMArgInt;  // reset: a callee may rewrite its borrowed slots
-                       Check(TVMFuncCall(h, &arg, &code, 1, &ret, &ret_code));
+                       polyffi::CheckCall(TVMFuncCall(h, &arg, &code, 1, &ret, &ret_code));
                        if (ret_code != kTVMArgInt && ret_code != kDLUInt &&
                            ret_code != kTVMArgBool) {
                          OwnedValue discard(ret, ret_code);
@@ -66,15 +66,16 @@ TESTING_GLOBAL("testing.wrap_callback",
                Typed(
                    [](Function f) {
                      // The closure's copy of f keeps it alive as long as the wrapper lives.
-                     return MakeFixture([f, token = LiveToken()](PackedArgs args, RetValue* rv) {
-                       CallRaw(f.get(), args.values, args.codes, args.size).SetTo(rv);
-                     });
+                     return polyffi::MakeFromBody(
+                         [f, token = LiveToken()](PackedArgs args, RetValue* rv) {
+                           CallRaw(f.get(), args.values, args.codes, args.size).SetTo(rv);
+                         });
                    },
                    "testing.wrap_callback"));
 
 TESTING_GLOBAL("testing.return_closure", Typed(
                                              [](int64_t y) {
-                                               return MakeFixture(Typed(
+                                               return polyffi::MakeFromBody(Typed(
                                                    [y, token = LiveToken()](int64_t x) {
                                                      return CheckedAdd(
                                                          x, y, "testing.return_closure.<closure>");
@@ -95,7 +96,7 @@ TESTING_GLOBAL("testing.call_and_catch", Typed(
                                                }
                                                // A pending host error cannot be swallowed here: the
                                                // host must see it.
-                                               if (status == -2) throw AlreadySet{-2};
+                                               if (status == -2) throw polyffi::HostErrorPending();
                                                std::string text = TVMGetLastError();
                                                return text.substr(0, text.find('\n'));
                                              },
@@ -127,7 +128,7 @@ TESTING_GLOBAL("testing.call_on_thread", [](PackedArgs args, RetValue* rv) {
   worker.join();
   if (failed) {
     TVMAPISetLastError(error.c_str());
-    throw AlreadySet{-1};
+    throw Error::FromLastError();
   }
   result.SetTo(rv);
 });

@@ -103,7 +103,7 @@ void OwnedValue::SetTo(RetValue* rv) const {
 OwnedValue CallRaw(TVMFunctionHandle f, TVMValue* values, int* codes, int n) {
   TVMValue rv;
   int rc = kTVMNullptr;
-  Check(TVMFuncCall(f, values, codes, n, &rv, &rc));
+  polyffi::CheckCall(TVMFuncCall(f, values, codes, n, &rv, &rc));
   return OwnedValue(rv, rc);
 }
 

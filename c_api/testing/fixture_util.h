@@ -1,9 +1,8 @@
 // Helpers shared by the testing fixtures (libpolyffi_testing.so) and the test plugin.
 //
-// Everything here goes through the C ABI and polyffi.hpp only. What this adds over polyffi.hpp:
-// fixtures that call back into host code must return the callee's own status (-1 with the
-// callee's message untouched, or -2 when the host already has a pending error), which the
-// header's exception barrier cannot express, so these fixtures use their own trampoline.
+// Everything here goes through the C ABI and polyffi.hpp only. Fixtures that call back into host
+// code pass the callee's status on: polyffi::CheckCall rethrows a -1 as the same kind and
+// message, and a -2 as polyffi::HostErrorPending, which the header's trampoline returns as -2.
 #ifndef POLYFFI_TESTING_FIXTURE_UTIL_H_
 #define POLYFFI_TESTING_FIXTURE_UTIL_H_
 
@@ -19,52 +18,8 @@ namespace polyffi_testing {
 
 using polyffi::PackedArgs;
 using polyffi::RetValue;
-using Body = polyffi::PackedBody;
 
-/*!
- * \brief Thrown when a call failed and this thread's last error already says why: the fixture
- *  returns rc (-1 or -2) as is, so the kind, message and any pending host error pass through.
- */
-struct AlreadySet {
-  int rc;
-};
-
-/*! \brief Turn a nonzero status of a C API call into AlreadySet. */
-inline void Check(int rc) {
-  if (rc != 0) throw AlreadySet{rc};
-}
-
-/*! \brief The C trampoline of a fixture body of concrete type B (no type erasure per call). */
-template <typename B>
-int FixtureTrampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
-  int passthrough = 0;
-  int rc = polyffi::detail::GuardedCall([&] {
-    try {
-      RetValue rv(ret);
-      (*static_cast<B*>(resource))(PackedArgs(args, codes, n), &rv);
-    } catch (const AlreadySet& e) {
-      passthrough = e.rc;
-    }
-  });
-  return passthrough != 0 ? passthrough : rc;
-}
-
-template <typename B>
-void FixtureDeleter(void* resource) {
-  delete static_cast<B*>(resource);
-}
-
-/*! \brief Make a function whose body may throw AlreadySet (plus everything polyffi.hpp maps). */
-template <typename B>
-polyffi::Function MakeFixture(B body) {
-  auto* resource = new B(std::move(body));
-  TVMFunctionHandle h = nullptr;
-  // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  polyffi::CheckCall(TVMFuncCreateFromCFunc(FixtureTrampoline<B>, resource, FixtureDeleter<B>, &h));
-  return polyffi::Function::Adopt(h);
-}
-
-/*! \brief The typed layer's argument checking and messages, on a body that may throw AlreadySet. */
+/*! \brief The typed layer's argument checking and messages, as a concrete closure. */
 template <typename F>
 auto Typed(F f, std::string name) {
   return polyffi::detail::FnTraits<std::decay_t<F>>::Closure(std::move(f), std::move(name));
@@ -79,7 +34,7 @@ class Registrar {
   template <typename B>
   Registrar(const char* name, B body) noexcept {
     try {
-      RegisterOrReport(name, MakeFixture(std::move(body)));
+      RegisterOrReport(name, polyffi::MakeFromBody(std::move(body)));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, e.what());
     }
@@ -90,7 +45,7 @@ class Registrar {
 
 #define POLYFFI_TESTING_CONCAT_(a, b) a##b
 #define POLYFFI_TESTING_CONCAT(a, b) POLYFFI_TESTING_CONCAT_(a, b)
-/*! \brief TESTING_GLOBAL("testing.x", body): register a fixture built with MakeFixture. */
+/*! \brief TESTING_GLOBAL("testing.x", body): register a closure body(PackedArgs, RetValue*). */
 #define TESTING_GLOBAL(name, body) \
   static ::polyffi_testing::Registrar POLYFFI_TESTING_CONCAT(testing_reg_, __COUNTER__)(name, body)
 
@@ -130,7 +85,7 @@ class OwnedValue {
   std::string bytes_;  // contents of a kTVMStr / kTVMBytes result
 };
 
-/*! \brief Call f on a raw argument slice; returns the owned result or throws AlreadySet. */
+/*! \brief Call f on a raw argument slice; returns the owned result or throws (CheckCall). */
 OwnedValue CallRaw(TVMFunctionHandle f, TVMValue* values, int* codes, int n);
 
 /*! \brief TypeError "NAME expected N argument(s) but got M" unless args.size == n. */
