@@ -1,4 +1,6 @@
 // testing.* fixtures that read and write NDArrays (kTVMNDArrayHandle or a borrowed DLTensor view).
+#include <polyffi/dtype_string.h>
+
 #include <cstring>
 #include <string>
 
@@ -11,33 +13,9 @@ using polyffi::Error;
 using polyffi::TensorView;
 
 std::string DTypeName(DLDataType t) {
-  std::string base;
-  switch (t.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = t.bits == 1 ? "bool" : "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case kTVMOpaqueHandle:
-      return "handle";
-    case 6:
-      base = "bool";
-      break;  // kDLBool (DLPack >= 0.8)
-    default:
-      base = "code" + std::to_string(t.code) + "_";
-      break;
-  }
-  std::string name = base;
-  if (!(base == "bool")) name += std::to_string(t.bits);
-  if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
-  return name;
+  char buf[32];
+  PolyffiDataTypeToString(t, buf, sizeof(buf));
+  return buf;
 }
 
 /*!

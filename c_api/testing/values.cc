@@ -1,4 +1,6 @@
 // testing.* fixtures for values: echo, arithmetic, strings, bytes, devices, dtypes, errors.
+#include <polyffi/dtype_string.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -122,58 +124,22 @@ TESTING_GLOBAL("testing.device", [](PackedArgs args, RetValue* rv) {
   rv->Set(dev);
 });
 
-/*! \brief Parse a decimal number made only of digits, within [lo, hi]; false otherwise. */
-bool ParseNumber(const std::string& s, long lo, long hi, long* out) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), digit)) return false;
-  long v = std::strtol(s.c_str(), nullptr, 10);
-  if (v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 /*!
- * \brief The dtype strings int8..int64, uint8..uint64, float16..float64 with an optional "xLANES",
- *  and the scalars bool (kDLBool, 8 bits, as the core and numpy's DLPack export) and handle.
+ * \brief The storage dtypes int8..int64, uint8..uint64, float16..float64 (optionally "xLANES"),
+ *  bool and handle, parsed the shared way (polyffi/dtype_string.h) so they read back the same.
  */
 DLDataType ParseDType(const std::string& text) {
-  auto fail = [&]() -> Error {
-    return Error("ValueError", "testing.dtype: unknown dtype '" + text + "'");
-  };
-  std::string base = text;
-  long lanes = 1;
-  size_t x = text.find('x');
-  if (x != std::string::npos) {
-    base = text.substr(0, x);
-    if (!ParseNumber(text.substr(x + 1), 1, 65535, &lanes)) throw fail();
-  }
   DLDataType t;
-  t.lanes = static_cast<uint16_t>(lanes);
-  // Scalars only, as the core's own parser, so that the dtype reads back as the same string.
-  if (base == "bool" || base == "handle") {
-    if (lanes != 1) throw fail();
-    t.code = base == "bool" ? 6 /* kDLBool (DLPack >= 0.8) */ : kTVMOpaqueHandle;
-    t.bits = base == "bool" ? 8 : 64;
-    return t;
+  bool ok = PolyffiDataTypeFromString(text.c_str(), &t) == 0;
+  if (ok && (t.code == kDLInt || t.code == kDLUInt)) {
+    ok = t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+  } else if (ok && t.code == kDLFloat) {
+    ok = t.bits == 16 || t.bits == 32 || t.bits == 64;
+  } else if (ok) {
+    ok = (t.code == kDLBool || t.code == kDLOpaqueHandle) && t.lanes == 1;
   }
-  struct Prefix {
-    const char* name;
-    uint8_t code;
-  };
-  // "uint" before "int": the longer prefix must win.
-  for (Prefix p : {Prefix{"uint", kDLUInt}, Prefix{"int", kDLInt}, Prefix{"float", kDLFloat}}) {
-    size_t len = std::char_traits<char>::length(p.name);
-    if (base.compare(0, len, p.name) != 0) continue;
-    long bits = 0;
-    if (!ParseNumber(base.substr(len), 1, 64, &bits)) throw fail();
-    bool ok = p.code == kDLFloat ? (bits == 16 || bits == 32 || bits == 64)
-                                 : (bits == 8 || bits == 16 || bits == 32 || bits == 64);
-    if (!ok) throw fail();
-    t.code = p.code;
-    t.bits = static_cast<uint8_t>(bits);
-    return t;
-  }
-  throw fail();
+  if (!ok) throw Error("ValueError", "testing.dtype: unknown dtype '" + text + "'");
+  return t;
 }
 
 TESTING_GLOBAL("testing.dtype",

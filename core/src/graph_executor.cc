@@ -16,6 +16,8 @@
 
 // Written against the public C ABI and its C++ layer only (polyffi.hpp keeps its classes in
 // the inline namespace polyffi::cxx, so they never collide with the core's of the same names).
+#include <polyffi/dtype_string.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -43,67 +45,19 @@ std::string ShapeStr(const int64_t* shape, int ndim) {
 }
 
 std::string DTypeStr(DLDataType t) {
-  std::string base;
-  switch (t.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = (t.bits == 1 ? "bool" : "uint");
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    default:
-      base = "code" + std::to_string(t.code) + "_";
-      break;
-  }
-  if (base != "bool") base += std::to_string(t.bits);
-  if (t.lanes != 1) base += "x" + std::to_string(t.lanes);
-  return base;
+  char buf[32];
+  PolyffiDataTypeToString(t, buf, sizeof(buf));
+  return buf;
 }
 
-// Parses TVM's dtype strings ("float32", "int8", "uint1", "bool", "float32x4").
+// TVM's graph JSON spells dtypes the shared way, except that "bool" there means classic TVM's
+// uint1 (stored in one byte), which is what compiled kernels expect.
 DLDataType ParseDType(const std::string& s) {
-  DLDataType t{kDLFloat, 32, 1};
-  std::string body = s;
-  size_t x = s.find('x');
-  if (x != std::string::npos) {
-    body = s.substr(0, x);
-    const std::string lanes = s.substr(x + 1);
-    if (lanes.empty() || lanes.find_first_not_of("0123456789") != std::string::npos) {
-      Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
-    }
-    t.lanes = static_cast<uint16_t>(std::stoi(lanes));
-  }
-  if (body == "bool") {
-    t.code = kDLUInt;
-    t.bits = 1;
-    return t;
-  }
-  size_t digits = body.find_first_of("0123456789");
-  std::string kind = body.substr(0, digits);
-  if (kind == "int") {
-    t.code = kDLInt;
-  } else if (kind == "uint") {
-    t.code = kDLUInt;
-  } else if (kind == "float") {
-    t.code = kDLFloat;
-  } else if (kind == "bfloat") {
-    t.code = kDLBfloat;
-  } else {
+  DLDataType t;
+  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0 || t.code == kDLOpaqueHandle || t.bits > 64) {
     Throw("ValueError", "graph JSON: unsupported dtype '" + s + "'");
   }
-  if (digits == std::string::npos ||
-      body.find_first_not_of("0123456789", digits) != std::string::npos) {
-    Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
-  }
-  int bits = std::stoi(body.substr(digits));
-  if (bits <= 0 || bits > 64) Throw("ValueError", "graph JSON: invalid dtype '" + s + "'");
-  t.bits = static_cast<uint8_t>(bits);
+  if (t.code == kDLBool) t = DLDataType{kDLUInt, 1, t.lanes};
   return t;
 }
 

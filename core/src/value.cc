@@ -1,6 +1,7 @@
 // Value conversion: the owning return slot and checked argument access.
 #include "polyffi/value.h"
 
+#include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
 #include <cstdio>
@@ -39,53 +40,16 @@ int ObjectTypeCode(const Object* obj) {
 }
 
 DLDataType ParseDataType(const std::string& s) {
-  DLDataType t{kDLFloat, 32, 1};
-  if (s == "bool") return DLDataType{kDLBool, 8, 1};
-  if (s == "handle") return DLDataType{kDLOpaqueHandle, 64, 1};
-  const char* p = s.c_str();
-  auto take = [&](const char* prefix, uint8_t code) {
-    size_t n = std::strlen(prefix);
-    if (std::strncmp(p, prefix, n) != 0) return false;
-    t.code = code;
-    p += n;
-    return true;
-  };
-  if (!(take("uint", kDLUInt) || take("int", kDLInt) || take("float", kDLFloat) ||
-        take("bfloat", kDLBfloat))) {
+  DLDataType t;
+  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0)
     Throw("ValueError", "unknown data type '", s, "'");
-  }
-  char* end = nullptr;
-  long bits = std::strtol(p, &end, 10);
-  long lanes = 1;
-  if (end == p) bits = 32;  // "int" / "float" alone
-  if (*end == 'x') {
-    const char* q = end + 1;
-    lanes = std::strtol(q, &end, 10);
-    if (end == q) lanes = -1;
-  }
-  if (*end != '\0' || bits <= 0 || bits > 255 || lanes <= 0 || lanes > 65535) {
-    Throw("ValueError", "unknown data type '", s, "'");
-  }
-  t.bits = static_cast<uint8_t>(bits);
-  t.lanes = static_cast<uint16_t>(lanes);
   return t;
 }
 
 std::string DataTypeString(DLDataType t) {
-  // kDLBool (DLPack >= 0.8) and classic TVM's uint1 both print as "bool".
-  if (t.lanes == 1 && ((t.code == kDLBool && t.bits == 8) || (t.code == kDLUInt && t.bits == 1))) {
-    return "bool";
-  }
-  if (t.code == kDLOpaqueHandle) return "handle";
-  const char* base = t.code == kDLInt      ? "int"
-                     : t.code == kDLUInt   ? "uint"
-                     : t.code == kDLFloat  ? "float"
-                     : t.code == kDLBfloat ? "bfloat"
-                                           : nullptr;
-  std::string out = base ? base : "custom" + std::to_string(t.code) + "_";
-  out += std::to_string(t.bits);
-  if (t.lanes != 1) out += "x" + std::to_string(t.lanes);
-  return out;
+  char buf[32];
+  PolyffiDataTypeToString(t, buf, sizeof(buf));
+  return buf;
 }
 
 // ---- RetValue ----

@@ -8,6 +8,7 @@
 #include <dlpack/dlpack.h>
 #include <polyffi/c_runtime_api.h>
 #include <polyffi/dlpack_compat.h>
+#include <polyffi/dtype_string.h>
 
 #include <cstdint>
 

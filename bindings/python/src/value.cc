@@ -591,104 +591,16 @@ PyObject* CallbackArgToPython(TVMValue value, int code) {
 // ---- DataType ---------------------------------------------------------------------------------
 
 int ParseDataType(const char* s, DLDataType* out) {
-  DLDataType t{kDLInt, 32, 1};
-  const char* p = s;
-  if (std::strncmp(s, "bool", 4) == 0) {
-    // polyffi reads "bool" as DLPack's kDLBool (6, 8 bits), like numpy and torch do.
-    p = s + 4;
-    t = DLDataType{6, 8, 1};
-    if (*p == 'x') {
-      char* end = nullptr;
-      long lanes = std::strtol(p + 1, &end, 10);
-      if (end == p + 1 || *end != '\0' || lanes <= 0 || lanes > 65535) {
-        PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
-        return -1;
-      }
-      t.lanes = static_cast<uint16_t>(lanes);
-    } else if (*p != '\0') {
-      PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
-      return -1;
-    }
-    *out = t;
-    return 0;
-  }
-  if (std::strcmp(s, "handle") == 0) {
-    *out = DLDataType{kDLOpaqueHandle, 64, 1};
-    return 0;
-  }
-  struct Prefix {
-    const char* name;
-    uint8_t code;
-    uint8_t default_bits;
-  };
-  static const Prefix prefixes[] = {{"bfloat", kDLBfloat, 16},
-                                    {"float", kDLFloat, 32},
-                                    {"uint", kDLUInt, 32},
-                                    {"int", kDLInt, 32}};
-  bool matched = false;
-  for (const auto& pre : prefixes) {
-    size_t len = std::strlen(pre.name);
-    if (std::strncmp(p, pre.name, len) == 0) {
-      t.code = pre.code;
-      t.bits = pre.default_bits;
-      p += len;
-      matched = true;
-      break;
-    }
-  }
-  if (matched) {
-    char* end = nullptr;
-    if (*p >= '0' && *p <= '9') {
-      long bits = std::strtol(p, &end, 10);
-      if (bits <= 0 || bits > 255) matched = false;
-      t.bits = static_cast<uint8_t>(bits);
-      p = end;
-    }
-    if (matched && *p == 'x') {
-      long lanes = std::strtol(p + 1, &end, 10);
-      if (end == p + 1 || lanes <= 0 || lanes > 65535) matched = false;
-      t.lanes = static_cast<uint16_t>(lanes);
-      p = end;
-    }
-    if (*p != '\0') matched = false;
-  }
-  if (!matched) {
+  if (PolyffiDataTypeFromString(s, out) != 0) {
     PyErr_Format(PyExc_ValueError, "polyffi: unknown dtype '%s'", s);
     return -1;
   }
-  *out = t;
   return 0;
 }
 
 PyObject* DataTypeToString(DLDataType t) {
-  const char* base;
-  switch (t.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = t.bits == 1 ? "bool" : "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLOpaqueHandle:
-      base = "handle";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case 6:  // kDLBool in DLPack >= 0.8
-      base = "bool";
-      break;
-    default:
-      return PyUnicode_FromFormat("custom[%d]%d", t.code, t.bits);
-  }
-  char buf[64];
-  bool show_bits = !(std::strcmp(base, "bool") == 0 || std::strcmp(base, "handle") == 0);
-  int n = show_bits ? std::snprintf(buf, sizeof(buf), "%s%d", base, t.bits)
-                    : std::snprintf(buf, sizeof(buf), "%s", base);
-  if (t.lanes != 1) std::snprintf(buf + n, sizeof(buf) - n, "x%d", t.lanes);
+  char buf[32];
+  PolyffiDataTypeToString(t, buf, sizeof(buf));
   return PyUnicode_FromString(buf);
 }
 
