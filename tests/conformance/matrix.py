@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Print the conformance matrix (cases by binding) and exit non-zero on any gap.
 
-Usage: python3 tests/conformance/matrix.py [results_dir]   (default: build/conformance)
+Usage: python3 tests/conformance/matrix.py [results_dir] [--require b1,b2,...]
+       (results_dir defaults to build/conformance)
 
 results_dir holds one <binding>.json per runner ({"case.id": "pass"|"fail"|"skip"}). A gap is a
 case that is missing or not passing in a present binding and is not listed, with a reason, in
 tests/conformance/capabilities/<binding>.json. A listed case that passes is a gap too (the list
-is stale), as is a "skip" that the capabilities file does not explain.
+is stale), as is a "skip" that the capabilities file does not explain. With --require, a named
+binding whose results file is missing (its runner never ran or died early) is a gap as well.
 """
 import json
 import pathlib
@@ -36,12 +38,31 @@ def load_capabilities(binding):
     return dict(data.get("unsupported", {}))
 
 
+def parse_args(argv):
+    """(results_dir, required bindings) from argv."""
+    results_dir, required = pathlib.Path("build/conformance"), []
+    args = list(argv[1:])
+    while args:
+        arg = args.pop(0)
+        if arg == "--require" and args:
+            required = [b for b in args.pop(0).split(",") if b]
+        elif arg.startswith("--require="):
+            required = [b for b in arg.split("=", 1)[1].split(",") if b]
+        else:
+            results_dir = pathlib.Path(arg)
+    return results_dir, required
+
+
 def main(argv):
-    results_dir = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path("build/conformance")
+    results_dir, required = parse_args(argv)
     cases = load_cases(HERE / "cases")
     all_ids = [case_id for ids in cases.values() for case_id in ids]
     files = sorted(results_dir.glob("*.json"),
                    key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem))
+    absent = [b for b in required if not (results_dir / f"{b}.json").exists()]
+    for b in absent:
+        print(f"{b}: no results file {results_dir / (b + '.json')} (its runner did not finish)",
+              file=sys.stderr)
     if not files:
         print(f"no results in {results_dir} (run a conformance runner first)", file=sys.stderr)
         return 1
@@ -103,9 +124,9 @@ def main(argv):
             if case_id not in all_ids:
                 bad = True
                 print(f"{b}: capabilities list unknown case {case_id} ({reason})")
-    if not bad:
+    if not bad and not absent:
         print(f"\nno gaps: {len(bindings)} binding(s) x {len(all_ids)} cases")
-    return 1 if bad else 0
+    return 1 if bad or absent else 0
 
 
 if __name__ == "__main__":
