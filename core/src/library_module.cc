@@ -4,8 +4,11 @@
 #include <polyffi/c_backend_api.h>
 #include <sys/stat.h>
 
+#include <cstring>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "polyffi/error.h"
 #include "polyffi/module.h"
@@ -36,6 +39,23 @@ class LibraryModule final : public ModuleObj {
     if (dlinfo(handle_, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr) loaded_name_ = lm->l_name;
   }
   std::string type_key() const override { return "library"; }
+
+  /*!
+   * \brief The packed import blob TVM's export_library embeds, with its extent: the symbol's
+   *  ELF size bounds every read (null when the library has none).
+   */
+  const char* ModuleBlob(size_t* size) const {
+    void* p = OwnSymbol("__tvm_dev_mblob");
+    if (p == nullptr) return nullptr;
+    Dl_info info;
+    ElfW(Sym)* sym = nullptr;
+    if (dladdr1(p, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 || sym == nullptr) {
+      Throw("ValueError", path_, ": cannot find the extent of its __tvm_dev_mblob");
+    }
+    *size = sym->st_size;
+    return static_cast<const char*>(p);
+  }
+  const std::string& path() const { return path_; }
 
   /*! \brief Fill __tvm_module_ctx and the function-pointer slots the library declares. */
   void InitSlots() {
@@ -81,19 +101,33 @@ class LibraryModule final : public ModuleObj {
  */
 ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
   static std::mutex* mu = new std::mutex();
-  static auto* loaded = new std::unordered_map<void*, ObjectPtr<LibraryModule>>();
+  struct Loaded {
+    ObjectPtr<LibraryModule> lib;
+    ObjectPtr<ModuleObj> root;  // lib itself, or the root of its packed import blob
+  };
+  static auto* loaded = new std::unordered_map<void*, Loaded>();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* why = dlerror();
     Throw("RuntimeError", "cannot load library '", path, "': ", why ? why : "unknown error");
   }
   std::lock_guard<std::mutex> lock(*mu);
-  auto& mod = (*loaded)[handle];
-  if (!mod) {
-    mod = MakeObject<LibraryModule>(handle, path);
-    mod->InitSlots();
+  auto& entry = (*loaded)[handle];
+  if (!entry.lib) {
+    entry.lib = MakeObject<LibraryModule>(handle, path);
+    entry.lib->InitSlots();
   }
-  return ObjectPtr<ModuleObj>::Borrow(mod.get());
+  if (!entry.root) {
+    // A TVM export: the root is the blob's first module (e.g. GraphExecutorFactory), which
+    // imports the library. Built once; a blob that fails to load fails every load.
+    size_t size = 0;
+    const char* blob = entry.lib->ModuleBlob(&size);
+    entry.root =
+        blob == nullptr
+            ? ObjectPtr<ModuleObj>::Borrow(entry.lib.get())
+            : LoadModuleBlob(blob, size, ObjectPtr<ModuleObj>::Borrow(entry.lib.get()), path);
+  }
+  return entry.root;
 }
 
 class SystemLibModule final : public ModuleObj {
@@ -102,6 +136,11 @@ class SystemLibModule final : public ModuleObj {
   void Register(const std::string& name, void* ptr) {
     if (name == "__tvm_module_ctx") {
       *static_cast<void**>(ptr) = this;
+      return;
+    }
+    if (name == "__tvm_dev_mblob") {  // read on the next SystemLib(), once every symbol is in
+      std::lock_guard<std::mutex> lock(mu_);
+      blob_ = static_cast<const char*>(ptr);
       return;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -125,6 +164,26 @@ class SystemLibModule final : public ModuleObj {
  private:
   std::mutex mu_;
   std::unordered_map<std::string, void*> symbols_;
+  const char* blob_ = nullptr;
+  ObjectPtr<ModuleObj> root_;
+
+ public:
+  /*! \brief A blob registered and not yet read (null if none). */
+  const char* PendingModuleBlob() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return blob_;
+  }
+  /*! \brief The pending blob was read into root: later calls return root. */
+  void SetRoot(ObjectPtr<ModuleObj> root) {
+    std::lock_guard<std::mutex> lock(mu_);
+    root_ = std::move(root);
+    blob_ = nullptr;
+  }
+  /*! \brief The blob's root once one was read, else the system library itself. */
+  ObjectPtr<ModuleObj> root() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return root_ ? root_ : ObjectPtr<ModuleObj>::Borrow(this);
+  }
 };
 
 SystemLibModule* SystemLibInstance() {
@@ -161,7 +220,23 @@ ObjectPtr<ModuleObj> LoadModuleFromFile(const std::string& path, std::string for
   return ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(obj));
 }
 
-ObjectPtr<ModuleObj> SystemLib() { return ObjectPtr<ModuleObj>::Borrow(SystemLibInstance()); }
+ObjectPtr<ModuleObj> SystemLib() {
+  static std::mutex* loading = new std::mutex();  // one reader of a new blob at a time
+  std::lock_guard<std::mutex> lock(*loading);
+  SystemLibModule* lib = SystemLibInstance();
+  const char* blob = lib->PendingModuleBlob();
+  if (blob == nullptr) return lib->root();
+  // A --system-lib export registers its packed import blob like any symbol. It was compiled
+  // into this program, so its own size prefix is the only extent there is.
+  uint64_t payload;
+  std::memcpy(&payload, blob, sizeof(payload));
+  if (payload > std::numeric_limits<size_t>::max() - sizeof(payload)) {
+    Throw("ValueError", "system library: corrupt __tvm_dev_mblob size ", payload);
+  }
+  lib->SetRoot(LoadModuleBlob(blob, payload + sizeof(payload), ObjectPtr<ModuleObj>::Borrow(lib),
+                              "system library"));
+  return lib->root();
+}
 
 void RegisterSystemLibSymbol(const std::string& name, void* ptr) {
   if (ptr == nullptr) Throw("ValueError", "system library symbol '", name, "' is NULL");

@@ -42,6 +42,14 @@ ObjectPtr<ModuleObj> LoadModuleFromFile(const std::string& path, std::string for
 /*! \brief Wrap a backend function (TVMBackendPackedCFunc) so calling it keeps owner alive. */
 ObjectPtr<FunctionObj> WrapBackendFunction(void* faddr, ObjectPtr<ModuleObj> owner);
 
+/*!
+ * \brief Read a packed import blob (`__tvm_dev_mblob`, size prefix included, at most size
+ *  bytes) and wire up its modules; returns the root. lib stands for "_lib"; origin names the
+ *  file in errors. Bounds-checked throughout: a corrupt blob is a ValueError.
+ */
+ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<ModuleObj> lib,
+                                    const std::string& origin);
+
 /*! \brief The system library module (symbols from TVMBackendRegisterSystemLibSymbol). */
 ObjectPtr<ModuleObj> SystemLib();
 void RegisterSystemLibSymbol(const std::string& name, void* ptr);
