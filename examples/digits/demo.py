@@ -66,6 +66,18 @@ def main():
     if agree != len(x):
         sys.exit("predictions differ from the training script")
 
+    # The same model compiled by Apache TVM 0.18 (relay.build + export_library, committed under
+    # tests/tvm_models): TVM's own kernels, loaded as the one file TVM tells users to ship.
+    tvm_lib = os.path.join(ROOT, "tests", "tvm_models", "tvm018", "digits_b359", "factory.so")
+    gm = polyffi.GraphModule(polyffi.load_module(tvm_lib)["default"](polyffi.cpu()))
+    gm.run(data=x)
+    tvm_pred = gm.get_output(0).numpy().argmax(axis=1)
+    tvm_agree = int((tvm_pred == np.asarray(expected["predictions"])).sum())
+    print(f"TVM 0.18-compiled model:  accuracy {(tvm_pred == y).mean():.4f}, agreement with "
+          f"train.py {tvm_agree}/{len(x)} (GraphModule(lib['default'](cpu)) on export_library)")
+    if tvm_agree != len(x):
+        sys.exit("the TVM-compiled model's predictions differ from the training script")
+
 
 if __name__ == "__main__":
     main()

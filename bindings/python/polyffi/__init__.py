@@ -1,7 +1,8 @@
 """polyffi: Python binding of a small runtime with a TVM-compatible C ABI.
 
 Layout: library (load + version check), value (Device, DataType, Array, Map), function
-(PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray.
+(PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray;
+graph_module (GraphModule, compiled graph models).
 """
 
 import atexit as _atexit
@@ -16,6 +17,7 @@ from .callback import convert
 from .registry import (Module, _init_api, get_global_func, init_api, list_global_func_names,
                        load_module, register_func, remove_global_func, system_lib)
 from .ndarray import NDArray
+from .graph_module import GraphModule
 from . import nd
 from . import errors
 
@@ -30,5 +32,5 @@ __all__ = [
     "Array", "Map", "Object", "DataType", "Device", "cpu", "device", "register_object",
     "PackedFunc", "convert", "Module", "get_global_func", "register_func",
     "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",
-    "system_lib", "NDArray", "nd", "errors",
+    "system_lib", "NDArray", "nd", "errors", "GraphModule",
 ]
