@@ -1,0 +1,141 @@
+//! Rust closures as runtime functions: the `TVMPackedCFunc` trampoline and the finalizer.
+//!
+//! The closure is boxed and passed as `resource_handle`; the finalizer drops the box exactly
+//! once. Nothing unwinds across the C ABI: panics in the closure (and in its Drop) are caught
+//! and become an error of kind `RustPanic`.
+use std::any::Any;
+use std::ffi::{c_void, CString};
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use polyffi_sys as sys;
+use sys::TVMValue;
+
+use crate::errors::{check_call, Error, Result};
+use crate::function::Function;
+use crate::value::{ToArg, Value};
+
+pub(crate) fn make_function<F>(f: F) -> Result<Function>
+where
+    F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+{
+    crate::library::ensure()?;
+    let resource = Box::into_raw(Box::new(f)) as *mut c_void;
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the runtime owns `resource` from here on: its finalizer runs exactly once, also
+    // when this call fails (c_runtime_api.h), so the box is never leaked nor freed twice.
+    let status = unsafe {
+        sys::TVMFuncCreateFromCFunc(Some(trampoline::<F>), resource, Some(finalizer::<F>), &mut out)
+    };
+    check_call(status)?;
+    NonNull::new(out)
+        .map(|h| unsafe { Function::from_raw(h) })
+        .ok_or_else(|| Error::new("InternalError", "TVMFuncCreateFromCFunc returned NULL"))
+}
+
+/// Converted callback arguments: on the stack for up to 8, on the heap beyond.
+struct Args {
+    inline: [MaybeUninit<Value>; 8],
+    len: usize,
+    heap: Vec<Value>,
+}
+
+impl Args {
+    unsafe fn convert(values: *const TVMValue, codes: *const c_int, n: usize) -> Result<Args> {
+        let mut args = Args { inline: [const { MaybeUninit::uninit() }; 8], len: 0, heap: Vec::new() };
+        if n > args.inline.len() {
+            args.heap.reserve_exact(n);
+        }
+        for i in 0..n {
+            let v = Value::from_raw_borrowed(*values.add(i), *codes.add(i))?;
+            if n > args.inline.len() {
+                args.heap.push(v);
+            } else {
+                args.inline[i].write(v);
+                args.len = i + 1;
+            }
+        }
+        Ok(args)
+    }
+
+    fn as_slice(&self) -> &[Value] {
+        if self.heap.is_empty() {
+            // SAFETY: the first `len` slots were written in convert().
+            unsafe { std::slice::from_raw_parts(self.inline.as_ptr() as *const Value, self.len) }
+        } else {
+            &self.heap
+        }
+    }
+}
+
+impl Drop for Args {
+    fn drop(&mut self) {
+        for slot in &mut self.inline[..self.len] {
+            // SAFETY: initialised in convert(), dropped once here.
+            unsafe { slot.assume_init_drop() };
+        }
+    }
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+/// Reports `e` as the thread's last error; the callback then returns -1.
+pub(crate) fn set_last_error(e: &Error) {
+    let text = e.to_abi_text().replace('\0', "\\0");
+    let c = CString::new(text).unwrap_or_default();
+    // SAFETY: NUL-terminated text, copied by the runtime.
+    unsafe { sys::TVMAPISetLastError(c.as_ptr()) };
+}
+
+unsafe fn set_return(ret: sys::TVMRetValueHandle, value: &Value) -> Result<()> {
+    let holder = value.prepare()?;
+    let (mut v, mut code) = value.raw(&holder);
+    // SAFETY: `ret` is the handle this callback received; the runtime copies strings and
+    // retains objects, so `holder` may go right after.
+    check_call(sys::TVMCFuncSetReturn(ret, &mut v, &mut code, 1))
+}
+
+unsafe extern "C" fn trampoline<F>(
+    args: *mut TVMValue,
+    codes: *mut c_int,
+    num_args: c_int,
+    ret: sys::TVMRetValueHandle,
+    resource: *mut c_void,
+) -> c_int
+where
+    F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+{
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+        // SAFETY: resource is the Box<F> made in make_function, alive until the finalizer.
+        let f = &*(resource as *const F);
+        let args = Args::convert(args, codes, usize::try_from(num_args).unwrap_or(0))?;
+        let result = f(args.as_slice())?;
+        drop(args);
+        set_return(ret, &result)
+    }));
+    let err = match outcome {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e,
+        Err(payload) => Error::new("RustPanic", panic_text(payload.as_ref())),
+    };
+    // Reporting must not unwind either (the error text is plain data; be defensive anyway).
+    let _ = catch_unwind(AssertUnwindSafe(|| set_last_error(&err)));
+    -1
+}
+
+unsafe extern "C" fn finalizer<F>(resource: *mut c_void) {
+    // SAFETY: the runtime calls this exactly once with the pointer from make_function.
+    let boxed = Box::from_raw(resource as *mut F);
+    // A panic in the closure's Drop must not unwind into C; it is dropped on the floor.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+}
