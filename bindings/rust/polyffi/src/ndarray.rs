@@ -36,6 +36,15 @@ element! {
 pub struct NDArray {
     handle: NonNull<sys::DLTensor>,
     owned: bool,
+    /// For borrowed views: our own copy of the descriptor (the producer's DLTensor struct may
+    /// be a temporary); `handle` points into it. Only the data stays borrowed.
+    _view: Option<Box<ViewDesc>>,
+}
+
+struct ViewDesc {
+    tensor: sys::DLTensor,
+    _shape: Vec<i64>,
+    _strides: Option<Vec<i64>>,
 }
 
 // SAFETY: the runtime's arrays are reference counted atomically; element access goes through
@@ -49,7 +58,7 @@ impl NDArray {
     /// # Safety
     /// `handle` must be an owned NDArray reference.
     pub unsafe fn from_raw(handle: NonNull<sys::DLTensor>) -> Self {
-        NDArray { handle, owned: true }
+        NDArray { handle, owned: true, _view: None }
     }
 
     /// Wraps a borrowed `DLTensor*` without taking ownership.
@@ -57,7 +66,24 @@ impl NDArray {
     /// # Safety
     /// The tensor must stay valid as long as the NDArray (and its clones) are used.
     pub unsafe fn from_borrowed(handle: NonNull<sys::DLTensor>) -> Self {
-        NDArray { handle, owned: false }
+        let t = handle.as_ref();
+        let ndim = usize::try_from(t.ndim).unwrap_or(0);
+        let copy = |p: *const i64| {
+            if p.is_null() || ndim == 0 {
+                None
+            } else {
+                Some(std::slice::from_raw_parts(p, ndim).to_vec())
+            }
+        };
+        let mut shape = copy(t.shape).unwrap_or_default();
+        let mut strides = copy(t.strides);
+        let mut tensor = *t;
+        tensor.ndim = shape.len() as c_int;
+        tensor.shape = if shape.is_empty() { std::ptr::null_mut() } else { shape.as_mut_ptr() };
+        tensor.strides = strides.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
+        let mut desc = Box::new(ViewDesc { tensor, _shape: shape, _strides: strides });
+        let handle = NonNull::from(&mut desc.tensor);
+        NDArray { handle, owned: false, _view: Some(desc) }
     }
 
     /// The `DLTensor*`, still owned by `self`.
@@ -83,7 +109,7 @@ impl NDArray {
         unsafe { self.handle.as_ref() }
     }
 
-    /// A new, uninitialised-to-zero CPU array (64-byte aligned).
+    /// A new CPU array (64-byte aligned). Its contents are unspecified until written.
     pub fn empty(shape: &[i64], dtype: DataType, device: Device) -> Result<NDArray> {
         crate::library::ensure()?;
         let ndim = c_int::try_from(shape.len()).map_err(|_| Error::value_error("too many dims"))?;
@@ -102,7 +128,7 @@ impl NDArray {
             )
         })?;
         NonNull::new(out)
-            .map(|h| NDArray { handle: h, owned: true })
+            .map(|h| NDArray { handle: h, owned: true, _view: None })
             .ok_or_else(|| Error::new("InternalError", "TVMArrayAlloc returned NULL"))
     }
 
@@ -277,7 +303,8 @@ fn checked_count(shape: &[i64]) -> Result<usize> {
 impl Clone for NDArray {
     fn clone(&self) -> Self {
         if !self.owned {
-            return NDArray { handle: self.handle, owned: false };
+            // SAFETY: our own descriptor copy is valid; the data stays borrowed as before.
+            return unsafe { NDArray::from_borrowed(self.handle) };
         }
         // runtime.NDArrayObjectHandle gives the object around an owned array as a borrowed
         // pointer; one more reference to it is released later through TVMArrayFree.
@@ -287,7 +314,7 @@ impl Clone for NDArray {
             Ok(Value::OpaqueHandle(p)) => {
                 // SAFETY: p is the live object that owns this array.
                 unsafe { sys::TVMObjectRetain(p as *mut c_void) };
-                NDArray { handle: self.handle, owned: true }
+                NDArray { handle: self.handle, owned: true, _view: None }
             }
             Ok(other) => panic!("polyffi: runtime.NDArrayObjectHandle gave {}", other.type_name()),
             Err(e) => panic!("polyffi: cannot retain an NDArray: {e}"),
