@@ -35,48 +35,71 @@ where
         .ok_or_else(|| Error::new("InternalError", "TVMFuncCreateFromCFunc returned NULL"))
 }
 
-/// Converted callback arguments: on the stack for up to 8, on the heap beyond.
-struct Args {
-    inline: [MaybeUninit<Value>; 8],
+/// The first `len` slots of a stack buffer of callback arguments, dropped on every exit.
+struct Initialised<'a, const N: usize> {
+    slots: &'a mut [MaybeUninit<Value>; N],
     len: usize,
-    heap: Vec<Value>,
 }
 
-impl Args {
-    unsafe fn convert(values: *const TVMValue, codes: *const c_int, n: usize) -> Result<Args> {
-        let mut args = Args { inline: [const { MaybeUninit::uninit() }; 8], len: 0, heap: Vec::new() };
-        if n > args.inline.len() {
-            args.heap.reserve_exact(n);
-        }
-        for i in 0..n {
-            let v = Value::from_raw_borrowed(*values.add(i), *codes.add(i))?;
-            if n > args.inline.len() {
-                args.heap.push(v);
-            } else {
-                args.inline[i].write(v);
-                args.len = i + 1;
-            }
-        }
-        Ok(args)
-    }
-
+impl<const N: usize> Initialised<'_, N> {
     fn as_slice(&self) -> &[Value] {
-        if self.heap.is_empty() {
-            // SAFETY: the first `len` slots were written in convert().
-            unsafe { std::slice::from_raw_parts(self.inline.as_ptr() as *const Value, self.len) }
-        } else {
-            &self.heap
-        }
+        // SAFETY: the first `len` slots are initialised.
+        unsafe { std::slice::from_raw_parts(self.slots.as_ptr() as *const Value, self.len) }
     }
 }
 
-impl Drop for Args {
+impl<const N: usize> Drop for Initialised<'_, N> {
     fn drop(&mut self) {
-        for slot in &mut self.inline[..self.len] {
-            // SAFETY: initialised in convert(), dropped once here.
+        for slot in &mut self.slots[..self.len] {
+            // SAFETY: initialised, dropped once here.
             unsafe { slot.assume_init_drop() };
         }
     }
+}
+
+/// A callback argument as a Value; scalars without a call into the runtime.
+#[inline(always)]
+unsafe fn arg_value(v: TVMValue, code: c_int) -> Result<Value> {
+    match code {
+        crate::value::INT => Ok(Value::Int(v.v_int64)),
+        crate::value::FLOAT => Ok(Value::Float(v.v_float64)),
+        crate::value::BOOL => Ok(Value::Bool(v.v_int64 != 0)),
+        crate::value::NULL => Ok(Value::Null),
+        _ => Value::from_raw_borrowed(v, code),
+    }
+}
+
+/// Converts the arguments (on the stack for up to 4, on the heap beyond), calls `f`, and sets
+/// its result as the return value.
+#[inline(always)]
+unsafe fn call_closure<F>(
+    f: &F,
+    args: *const TVMValue,
+    codes: *const c_int,
+    n: usize,
+    ret: sys::TVMRetValueHandle,
+) -> Result<()>
+where
+    F: Fn(&[Value]) -> Result<Value>,
+{
+    const N: usize = 4;
+    let result = if n <= N {
+        let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
+        let mut init = Initialised { slots: &mut slots, len: 0 };
+        for i in 0..n {
+            let v = arg_value(*args.add(i), *codes.add(i))?;
+            init.slots[i].write(v);
+            init.len = i + 1;
+        }
+        f(init.as_slice())?
+    } else {
+        let mut heap = Vec::with_capacity(n);
+        for i in 0..n {
+            heap.push(arg_value(*args.add(i), *codes.add(i))?);
+        }
+        f(&heap)?
+    };
+    set_return(ret, result)
 }
 
 fn panic_text(payload: &(dyn Any + Send)) -> String {
@@ -97,7 +120,21 @@ pub(crate) fn set_last_error(e: &Error) {
     unsafe { sys::TVMAPISetLastError(c.as_ptr()) };
 }
 
-unsafe fn set_return(ret: sys::TVMRetValueHandle, value: &Value) -> Result<()> {
+#[inline(always)]
+unsafe fn set_return(ret: sys::TVMRetValueHandle, value: Value) -> Result<()> {
+    let (mut v, mut code) = match value {
+        Value::Int(x) => (TVMValue { v_int64: x }, crate::value::INT),
+        Value::Float(x) => (TVMValue { v_float64: x }, crate::value::FLOAT),
+        Value::Bool(x) => (TVMValue { v_int64: x as i64 }, crate::value::BOOL),
+        Value::Null => (TVMValue { v_int64: 0 }, crate::value::NULL),
+        other => return set_return_slow(ret, &other),
+    };
+    // SAFETY: `ret` is the handle this callback received.
+    check_call(sys::TVMCFuncSetReturn(ret, &mut v, &mut code, 1))
+}
+
+#[inline(never)]
+unsafe fn set_return_slow(ret: sys::TVMRetValueHandle, value: &Value) -> Result<()> {
     let holder = value.prepare()?;
     let (mut v, mut code) = value.raw(&holder);
     // SAFETY: `ret` is the handle this callback received; the runtime copies strings and
@@ -118,10 +155,7 @@ where
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: resource is the Box<F> made in make_function, alive until the finalizer.
         let f = &*(resource as *const F);
-        let args = Args::convert(args, codes, usize::try_from(num_args).unwrap_or(0))?;
-        let result = f(args.as_slice())?;
-        drop(args);
-        set_return(ret, &result)
+        call_closure(f, args, codes, usize::try_from(num_args).unwrap_or(0), ret)
     }));
     let err = match outcome {
         Ok(Ok(())) => return 0,

@@ -8,7 +8,7 @@ use polyffi_sys as sys;
 use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
-use crate::value::{with_packed_slice, FromRet, IntoArgs, Value, NULL};
+use crate::value::{with_c_str, with_packed_slice, FromRet, IntoArgs, Value, NULL};
 
 /// A runtime function: a global, a module's function, a returned closure or a Rust closure.
 pub struct Function {
@@ -54,10 +54,9 @@ impl Function {
 
     fn lookup(name: &str) -> Result<Option<Function>> {
         crate::library::ensure()?;
-        let c_name = CString::new(name)?;
         let mut out: *mut c_void = std::ptr::null_mut();
         // SAFETY: NUL-terminated name; out-parameter receives an owned handle or NULL.
-        check_call(unsafe { sys::TVMFuncGetGlobal(c_name.as_ptr(), &mut out) })?;
+        check_call(with_c_str(name, |p| unsafe { sys::TVMFuncGetGlobal(p, &mut out) })?)?;
         Ok(NonNull::new(out).map(|h| Function { handle: h }))
     }
 

@@ -11,7 +11,7 @@ use polyffi_sys as sys;
 
 use crate::errors::{check_call, Error, Result};
 use crate::function::Function;
-use crate::value::{core_global, Value};
+use crate::value::{core_global, with_c_str, Value};
 
 /// Wraps `closure` as a function and registers it as the global `name` (a taken name is a
 /// ValueError). Returns the function.
@@ -109,12 +109,11 @@ impl Module {
 
     /// The module's function `name`, or None. With `query_imports`, imported modules too.
     pub fn get_function(&self, name: &str, query_imports: bool) -> Result<Option<Function>> {
-        let c_name = CString::new(name)?;
         let mut out: *mut c_void = std::ptr::null_mut();
         // SAFETY: borrowed module and name; out receives an owned handle or NULL.
-        check_call(unsafe {
-            sys::TVMModGetFunction(self.as_raw(), c_name.as_ptr(), query_imports as c_int, &mut out)
-        })?;
+        check_call(with_c_str(name, |p| unsafe {
+            sys::TVMModGetFunction(self.as_raw(), p, query_imports as c_int, &mut out)
+        })?)?;
         Ok(NonNull::new(out).map(|h| unsafe { Function::from_raw(h) }))
     }
 

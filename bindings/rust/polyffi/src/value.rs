@@ -685,7 +685,7 @@ pub struct DataTypeOrString(pub DataType);
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
-    Inline { buf: [u8; 64] },
+    Inline { buf: [std::mem::MaybeUninit<u8>; 64] },
     Heap(CString),
     Object(Object),
 }
@@ -697,8 +697,12 @@ impl StrHolder {
             return f.invoke::<Object, _>((s,)).map(StrHolder::Object);
         }
         if s.len() < 64 {
-            let mut buf = [0u8; 64];
-            buf[..s.len()].copy_from_slice(s);
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
+            // SAFETY: s.len() + 1 <= 64 bytes written; only those are read (a C string).
+            unsafe {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), buf.as_mut_ptr() as *mut u8, s.len());
+                buf[s.len()].write(0);
+            }
             Ok(StrHolder::Inline { buf })
         } else {
             // SAFETY: checked above that s holds no NUL.
@@ -712,6 +716,28 @@ impl StrHolder {
             StrHolder::Heap(c) => (TVMValue { v_str: c.as_ptr() }, STR),
             StrHolder::Object(o) => (TVMValue { v_handle: o.as_raw() }, OBJECT),
         }
+    }
+}
+
+/// Runs `f` on a NUL-terminated copy of `s`: on the stack for short strings (names of globals
+/// and functions), on the heap for long ones. A NUL inside `s` is a ValueError.
+#[inline]
+pub(crate) fn with_c_str<R>(s: &str, f: impl FnOnce(*const std::os::raw::c_char) -> R) -> Result<R> {
+    let bytes = s.as_bytes();
+    if let Some(i) = bytes.iter().position(|&b| b == 0) {
+        return Err(Error::value_error(format!("string contains a NUL byte at {i}")));
+    }
+    if bytes.len() < 128 {
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 128];
+        // SAFETY: len + 1 <= 128 bytes written, then read as one C string.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len());
+            buf[bytes.len()].write(0);
+        }
+        Ok(f(buf.as_ptr() as *const _))
+    } else {
+        let c = CString::new(bytes)?;
+        Ok(f(c.as_ptr()))
     }
 }
 
@@ -936,6 +962,14 @@ pub(crate) fn with_packed_slice<R>(
     f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
 ) -> Result<R> {
     const N: usize = 8;
+    if args.len() <= N && !args.iter().any(|a| matches!(a, Value::Str(_) | Value::Bytes(_))) {
+        let mut values = [TVMValue { v_int64: 0 }; N];
+        let mut codes = [NULL; N];
+        for (i, a) in args.iter().enumerate() {
+            (values[i], codes[i]) = a.raw(&ValueHolder::None);
+        }
+        return Ok(f(&mut values[..args.len()], &mut codes[..args.len()]));
+    }
     if args.len() <= N {
         let mut holders: [ValueHolder; N] = std::array::from_fn(|_| ValueHolder::None);
         for (h, a) in holders.iter_mut().zip(args) {
@@ -986,6 +1020,19 @@ macro_rules! fast_ret {
     )*};
 }
 
+impl FromRet for String {
+    #[inline]
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        if code == STR {
+            let bytes = CStr::from_ptr(v.v_str).to_bytes();
+            if let Ok(s) = std::str::from_utf8(bytes) {
+                return Ok(s.to_owned());
+            }
+        }
+        String::try_from(Value::from_raw_owned(v, code)?)
+    }
+}
+
 fast_ret! {
     i64 => |v| INT | UINT => v.v_int64;
     f64 => |v| FLOAT => v.v_float64, INT | UINT | BOOL => v.v_int64 as f64;
@@ -1004,7 +1051,7 @@ macro_rules! slow_ret {
 }
 
 slow_ret!(
-    i32, f32, String, Vec<u8>, Device, DataType, DataTypeOrString, Function, Module, NDArray,
+    i32, f32, Vec<u8>, Device, DataType, DataTypeOrString, Function, Module, NDArray,
     Array, Map
 );
 

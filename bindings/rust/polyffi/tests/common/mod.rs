@@ -5,12 +5,14 @@ use std::sync::OnceLock;
 
 use polyffi::{Function, Module};
 
-/// POLYFFI_LIB_DIR, else the directory polyffi-sys linked against (fixtures are built there).
+/// The fixture libraries' directory: POLYFFI_TEST_LIB_DIR, else POLYFFI_LIB_DIR, else the
+/// directory polyffi-sys linked against (the bundled build puts the fixtures there).
 pub fn lib_dir() -> PathBuf {
-    match std::env::var_os("POLYFFI_LIB_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("POLYFFI_BUILD_LIB_DIR")),
-    }
+    ["POLYFFI_TEST_LIB_DIR", "POLYFFI_LIB_DIR"]
+        .iter()
+        .find_map(std::env::var_os)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("POLYFFI_BUILD_LIB_DIR")))
 }
 
 pub fn repo_root() -> PathBuf {
