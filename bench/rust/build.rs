@@ -6,7 +6,10 @@ fn main() {
     // The tvm-ffi peer binary finds libtvm_ffi where `tvm-ffi-config --libdir` says.
     if std::env::var_os("CARGO_FEATURE_TVM_FFI").is_some() {
         println!("cargo:rerun-if-env-changed=PATH");
-        if let Ok(out) = std::process::Command::new("tvm-ffi-config").arg("--libdir").output() {
+        if let Ok(out) = std::process::Command::new("tvm-ffi-config")
+            .arg("--libdir")
+            .output()
+        {
             let libdir = String::from_utf8_lossy(&out.stdout).trim().to_string();
             if out.status.success() && !libdir.is_empty() {
                 println!("cargo:rustc-link-arg-bin=tvm-ffi-rows=-Wl,-rpath,{libdir}");

@@ -28,7 +28,9 @@ extern "C" {
 fn lib_dir() -> PathBuf {
     std::env::var_os("POLYFFI_LIB_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(option_env!("POLYFFI_BENCH_LIB_DIR").unwrap_or("build/lib")))
+        .unwrap_or_else(|| {
+            PathBuf::from(option_env!("POLYFFI_BENCH_LIB_DIR").unwrap_or("build/lib"))
+        })
 }
 
 struct Handles {
@@ -37,6 +39,7 @@ struct Handles {
     echo: Function,
     call_n: Function,
     add_one: Function,
+    add_one_typed: Function,
 }
 
 fn handles() -> Handles {
@@ -48,7 +51,9 @@ fn handles() -> Handles {
         _ => Err(polyffi::Error::new("TypeError", "add_one expects one int")),
     })
     .unwrap();
+    let add_one_typed = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
     let h = Handles {
+        add_one_typed,
         nop: g("testing.nop"),
         add3: g("testing.add3"),
         echo: g("testing.echo"),
@@ -57,7 +62,10 @@ fn handles() -> Handles {
     };
     assert_eq!(h.add3.invoke::<i64, _>((1, 2, 3)).unwrap(), 6);
     assert_eq!(h.echo.invoke::<String, _>((STR16,)).unwrap(), STR16);
-    assert_eq!(h.call_n.invoke::<i64, _>((&h.add_one, 4)).unwrap(), 1 + 2 + 3 + 4);
+    assert_eq!(
+        h.call_n.invoke::<i64, _>((&h.add_one, 4)).unwrap(),
+        1 + 2 + 3 + 4
+    );
     h
 }
 
@@ -66,7 +74,11 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
     match name {
         "nop/rust_typed" => (0..n).for_each(|_| h.nop.invoke::<(), _>(()).unwrap()),
         "add3/rust_typed" => (0..n).for_each(|_| {
-            black_box(h.add3.invoke::<i64, _>((black_box(1i64), 2i64, 3i64)).unwrap());
+            black_box(
+                h.add3
+                    .invoke::<i64, _>((black_box(1i64), 2i64, 3i64))
+                    .unwrap(),
+            );
         }),
         "add3/rust_generic" => (0..n).for_each(|_| {
             let args = [Value::Int(black_box(1)), Value::Int(2), Value::Int(3)];
@@ -77,6 +89,13 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
         }),
         "callback/rust_typed" => (0..n).for_each(|_| {
             black_box(h.call_n.invoke::<i64, _>((&h.add_one, CALL_N)).unwrap());
+        }),
+        "callback/rust_from_typed" => (0..n).for_each(|_| {
+            black_box(
+                h.call_n
+                    .invoke::<i64, _>((&h.add_one_typed, CALL_N))
+                    .unwrap(),
+            );
         }),
         "lookup/rust_typed" => (0..n).for_each(|_| {
             black_box(Function::get_global("testing.add3").unwrap());
@@ -101,6 +120,7 @@ const CASES: &[(&str, u64, u64)] = &[
     ("add3/rust_generic", 2_000_000, 1),
     ("str16/rust_typed", 1_000_000, 1),
     ("callback/rust_typed", 3, CALL_N as u64),
+    ("callback/rust_from_typed", 3, CALL_N as u64),
     ("lookup/rust_typed", 1_000_000, 1),
 ];
 
@@ -168,14 +188,22 @@ fn tvm_ffi_rows(build: &Path) -> (BTreeMap<String, (f64, f64)>, String) {
     }
     let out = match Command::new(&binary).arg(&fixtures).output() {
         Ok(o) if o.status.success() => o,
-        Ok(o) => return (rows, format!("failed: {}", String::from_utf8_lossy(&o.stderr))),
+        Ok(o) => {
+            return (
+                rows,
+                format!("failed: {}", String::from_utf8_lossy(&o.stderr)),
+            )
+        }
         Err(e) => return (rows, format!("cannot run: {e}")),
     };
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         if let Ok(j) = serde_json::from_str::<serde_json::Value>(line) {
             rows.insert(
                 j["case"].as_str().unwrap_or("?").to_string(),
-                (j["ns"].as_f64().unwrap_or(f64::NAN), j["allocs"].as_f64().unwrap_or(f64::NAN)),
+                (
+                    j["ns"].as_f64().unwrap_or(f64::NAN),
+                    j["allocs"].as_f64().unwrap_or(f64::NAN),
+                ),
             );
         }
     }
@@ -212,11 +240,20 @@ fn table(h: &Handles) {
         ("add3 (typed invoke)", "add3/rust_typed"),
         ("add3 (generic call)", "add3/rust_generic"),
         ("str16 echo", "str16/rust_typed"),
-        ("closure via call_n (per callback)", "callback/rust_typed"),
+        (
+            "closure `from_closure` via call_n (per callback)",
+            "callback/rust_typed",
+        ),
+        (
+            "closure `from_typed` via call_n (per callback)",
+            "callback/rust_from_typed",
+        ),
         ("global lookup", "lookup/rust_typed"),
     ] {
         let key = ours_name.split('/').next().unwrap();
-        let Some(&(ns, allocs)) = ours.get(ours_name) else { continue };
+        let Some(&(ns, allocs)) = ours.get(ours_name) else {
+            continue;
+        };
         let floor = ours.get(format!("{key}/floor").as_str()).map(|r| r.0);
         let c_abi = c.get(&format!("{key}/polyffi_c")).copied();
         let peer = tvm.get(key).map(|r| r.0);
@@ -240,7 +277,10 @@ fn table(h: &Handles) {
         .map(|(k, v)| format!("{k} {v:.2}"))
         .collect();
     if !others.is_empty() {
-        println!("bench_calls tvm-ffi C++ rows (ns/call): {}", others.join(", "));
+        println!(
+            "bench_calls tvm-ffi C++ rows (ns/call): {}",
+            others.join(", ")
+        );
     }
 }
 
@@ -250,7 +290,11 @@ fn soak(h: &Handles) {
     let mut checkpoints = Vec::new();
     for chunk in 1..=10 {
         for _ in 0..1_000_000 {
-            black_box(h.add3.invoke::<i64, _>((black_box(1i64), 2i64, 3i64)).unwrap());
+            black_box(
+                h.add3
+                    .invoke::<i64, _>((black_box(1i64), 2i64, 3i64))
+                    .unwrap(),
+            );
         }
         checkpoints.push(rss_kib());
         if chunk % 5 == 0 {
@@ -265,7 +309,11 @@ fn soak(h: &Handles) {
         }
         checkpoints.push(rss_kib());
         if chunk % 5 == 0 {
-            println!("  after {}k closure create/drop: RSS {} KiB", chunk * 100, rss_kib());
+            println!(
+                "  after {}k closure create/drop: RSS {} KiB",
+                chunk * 100,
+                rss_kib()
+            );
         }
     }
     let end = rss_kib();
@@ -291,7 +339,10 @@ fn main() {
                 _ => 100_000,
             };
             if !run_case(&h, name, n) {
-                eprintln!("unknown case {name}; cases: {:?}", CASES.iter().map(|c| c.0).collect::<Vec<_>>());
+                eprintln!(
+                    "unknown case {name}; cases: {:?}",
+                    CASES.iter().map(|c| c.0).collect::<Vec<_>>()
+                );
                 std::process::exit(2);
             }
         }

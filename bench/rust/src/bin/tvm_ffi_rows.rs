@@ -18,11 +18,16 @@ extern "C" {
 }
 
 fn row(case: &str, ns: f64, allocs: f64) {
-    println!("{}", serde_json::json!({"case": case, "impl": "tvm_ffi_rust", "ns": ns, "allocs": allocs}));
+    println!(
+        "{}",
+        serde_json::json!({"case": case, "impl": "tvm_ffi_rust", "ns": ns, "allocs": allocs})
+    );
 }
 
 fn main() -> Result<()> {
-    let path = std::env::args().nth(1).expect("usage: tvm-ffi-rows FIXTURES.so [--case N --iterations K]");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: tvm-ffi-rows FIXTURES.so [--case N --iterations K]");
     let c_path = CString::new(path.clone()).unwrap();
     // RTLD_NOW | RTLD_GLOBAL: the library registers bench.* in its static initialisers.
     if unsafe { dlopen(c_path.as_ptr(), 2 | 0x100) }.is_null() {
@@ -33,7 +38,10 @@ fn main() -> Result<()> {
     let add3 = Function::get_global("bench.add3")?;
     let echo = Function::get_global("bench.echo")?;
     let call_n = Function::get_global("bench.call_n")?;
-    assert_eq!(i64::try_from(add3.call_tuple_with_len::<3, _>((1_i64, 2_i64, 3_i64))?)?, 6);
+    assert_eq!(
+        i64::try_from(add3.call_tuple_with_len::<3, _>((1_i64, 2_i64, 3_i64))?)?,
+        6
+    );
 
     let add_one = Function::from_typed(|x: i64| -> Result<i64> { Ok(x + 1) });
     let body = |case: &str| -> Box<dyn Fn() + '_> {
@@ -42,8 +50,9 @@ fn main() -> Result<()> {
                 black_box(nop.call_tuple_with_len::<0, _>(()).unwrap());
             }),
             "add3" => Box::new(|| {
-                let r: Any =
-                    add3.call_tuple_with_len::<3, _>((black_box(1_i64), 2_i64, 3_i64)).unwrap();
+                let r: Any = add3
+                    .call_tuple_with_len::<3, _>((black_box(1_i64), 2_i64, 3_i64))
+                    .unwrap();
                 black_box(i64::try_from(r).unwrap());
             }),
             // The crate's own string type is what it passes and returns (built per call from
@@ -54,7 +63,9 @@ fn main() -> Result<()> {
                 black_box(tvm_ffi::String::try_from(r).unwrap());
             }),
             "callback" => Box::new(|| {
-                let r = call_n.call_tuple_with_len::<2, _>((&add_one, CALL_N)).unwrap();
+                let r = call_n
+                    .call_tuple_with_len::<2, _>((&add_one, CALL_N))
+                    .unwrap();
                 black_box(i64::try_from(r).unwrap());
             }),
             "lookup" => Box::new(|| {

@@ -17,9 +17,41 @@ use crate::errors::{check_call, Error, Result};
 use crate::function::Function;
 use crate::value::{ToArg, Value};
 
-pub(crate) fn make_function<F>(f: F) -> Result<Function>
+/// What a trampoline calls: unpack the packed arguments, run, set the return value.
+pub trait PackedCall: Send + Sync + 'static {
+    /// # Safety
+    /// `args`/`codes` hold `n` borrowed arguments and `ret` is the callback's return handle.
+    unsafe fn call_packed(
+        &self,
+        args: *const TVMValue,
+        codes: *const c_int,
+        n: usize,
+        ret: sys::TVMRetValueHandle,
+    ) -> Result<()>;
+}
+
+/// A `Fn(&[Value]) -> Result<Value>` closure.
+pub(crate) struct SliceFn<F>(pub F);
+
+impl<F> PackedCall for SliceFn<F>
 where
     F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+{
+    #[inline(always)]
+    unsafe fn call_packed(
+        &self,
+        args: *const TVMValue,
+        codes: *const c_int,
+        n: usize,
+        ret: sys::TVMRetValueHandle,
+    ) -> Result<()> {
+        call_closure(&self.0, args, codes, n, ret)
+    }
+}
+
+pub(crate) fn make_function<F>(f: F) -> Result<Function>
+where
+    F: PackedCall,
 {
     crate::library::ensure()?;
     let resource = Box::into_raw(Box::new(f)) as *mut c_void;
@@ -59,7 +91,7 @@ impl<const N: usize> Drop for Initialised<'_, N> {
 
 /// A callback argument as a Value; scalars without a call into the runtime.
 #[inline(always)]
-unsafe fn arg_value(v: TVMValue, code: c_int) -> Result<Value> {
+pub(crate) unsafe fn arg_value(v: TVMValue, code: c_int) -> Result<Value> {
     match code {
         crate::value::INT => Ok(Value::Int(v.v_int64)),
         crate::value::FLOAT => Ok(Value::Float(v.v_float64)),
@@ -121,7 +153,7 @@ pub(crate) fn set_last_error(e: &Error) {
 }
 
 #[inline(always)]
-unsafe fn set_return(ret: sys::TVMRetValueHandle, value: Value) -> Result<()> {
+pub(crate) unsafe fn set_return(ret: sys::TVMRetValueHandle, value: Value) -> Result<()> {
     let (mut v, mut code) = match value {
         Value::Int(x) => (TVMValue { v_int64: x }, crate::value::INT),
         Value::Float(x) => (TVMValue { v_float64: x }, crate::value::FLOAT),
@@ -142,20 +174,17 @@ unsafe fn set_return_slow(ret: sys::TVMRetValueHandle, value: &Value) -> Result<
     check_call(sys::TVMCFuncSetReturn(ret, &mut v, &mut code, 1))
 }
 
-unsafe extern "C" fn trampoline<F>(
+unsafe extern "C" fn trampoline<F: PackedCall>(
     args: *mut TVMValue,
     codes: *mut c_int,
     num_args: c_int,
     ret: sys::TVMRetValueHandle,
     resource: *mut c_void,
-) -> c_int
-where
-    F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
-{
+) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: resource is the Box<F> made in make_function, alive until the finalizer.
         let f = &*(resource as *const F);
-        call_closure(f, args, codes, usize::try_from(num_args).unwrap_or(0), ret)
+        f.call_packed(args, codes, usize::try_from(num_args).unwrap_or(0), ret)
     }));
     let err = match outcome {
         Ok(Ok(())) => return 0,
@@ -172,4 +201,149 @@ unsafe extern "C" fn finalizer<F>(resource: *mut c_void) {
     let boxed = Box::from_raw(resource as *mut F);
     // A panic in the closure's Drop must not unwind into C; it is dropped on the floor.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+}
+
+// ---- Typed closures ---------------------------------------------------------------------------
+
+/// A typed closure argument, converted from the borrowed packed value (scalars directly).
+pub trait FromArg: Sized {
+    /// # Safety
+    /// `v`/`code` must be a borrowed callback argument.
+    unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self>;
+}
+
+fn arg_mismatch(index: usize, want: &str, code: c_int) -> Error {
+    Error::new(
+        "TypeError",
+        format!("argument {index} expected {want} but got {}", crate::value::type_code_name(code)),
+    )
+}
+
+impl FromArg for i64 {
+    #[inline(always)]
+    unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self> {
+        match code {
+            crate::value::INT | crate::value::UINT => Ok(v.v_int64),
+            _ => Err(arg_mismatch(index, "int", code)),
+        }
+    }
+}
+
+impl FromArg for f64 {
+    #[inline(always)]
+    unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self> {
+        match code {
+            crate::value::FLOAT => Ok(v.v_float64),
+            crate::value::INT | crate::value::UINT | crate::value::BOOL => Ok(v.v_int64 as f64),
+            _ => Err(arg_mismatch(index, "float", code)),
+        }
+    }
+}
+
+impl FromArg for bool {
+    #[inline(always)]
+    unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self> {
+        match code {
+            crate::value::BOOL | crate::value::INT | crate::value::UINT => Ok(v.v_int64 != 0),
+            _ => Err(arg_mismatch(index, "bool", code)),
+        }
+    }
+}
+
+macro_rules! from_arg_via_value {
+    ($($t:ty),*) => {$(
+        impl FromArg for $t {
+            unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self> {
+                <$t>::try_from(arg_value(v, code)?).map_err(|e| {
+                    Error::new(e.kind(), format!("argument {index}: {}", e.message()))
+                })
+            }
+        }
+    )*};
+}
+
+from_arg_via_value!(
+    String,
+    Vec<u8>,
+    Function,
+    crate::NDArray,
+    crate::Module,
+    crate::Array,
+    crate::Map,
+    crate::Device
+);
+
+impl FromArg for Value {
+    unsafe fn from_arg(v: TVMValue, code: c_int, _index: usize) -> Result<Self> {
+        arg_value(v, code)
+    }
+}
+
+/// Rust functions of 0 to 4 typed arguments returning `Result<R>` with `R: Into<Value>`.
+pub trait TypedFn<Args>: Send + Sync + 'static {
+    /// # Safety
+    /// As [`PackedCall::call_packed`].
+    unsafe fn call_typed(
+        &self,
+        args: *const TVMValue,
+        codes: *const c_int,
+        n: usize,
+        ret: sys::TVMRetValueHandle,
+    ) -> Result<()>;
+}
+
+macro_rules! typed_fn {
+    ($n:literal; $($A:ident $i:tt),*) => {
+        impl<Func, R, $($A),*> TypedFn<($($A,)*)> for Func
+        where
+            Func: Fn($($A),*) -> Result<R> + Send + Sync + 'static,
+            R: Into<Value>,
+            $($A: FromArg,)*
+        {
+            #[inline(always)]
+            #[allow(unused_variables)]
+            unsafe fn call_typed(
+                &self,
+                args: *const TVMValue,
+                codes: *const c_int,
+                n: usize,
+                ret: sys::TVMRetValueHandle,
+            ) -> Result<()> {
+                if n != $n {
+                    return Err(Error::new(
+                        "TypeError",
+                        format!("expected {} arguments but got {n}", $n),
+                    ));
+                }
+                let r = self($($A::from_arg(*args.add($i), *codes.add($i), $i)?),*)?;
+                set_return(ret, r.into())
+            }
+        }
+    };
+}
+
+typed_fn!(0;);
+typed_fn!(1; A 0);
+typed_fn!(2; A 0, B 1);
+typed_fn!(3; A 0, B 1, C 2);
+typed_fn!(4; A 0, B 1, C 2, D 3);
+
+/// A typed closure as a [`PackedCall`].
+pub(crate) struct Typed<F, Args>(pub F, pub std::marker::PhantomData<fn(Args)>);
+
+impl<F, Args> PackedCall for Typed<F, Args>
+where
+    F: TypedFn<Args>,
+    Args: 'static,
+{
+    #[inline(always)]
+    unsafe fn call_packed(
+        &self,
+        args: *const TVMValue,
+        codes: *const c_int,
+        n: usize,
+        ret: sys::TVMRetValueHandle,
+    ) -> Result<()> {
+        self.0.call_typed(args, codes, n, ret)
+    }
 }

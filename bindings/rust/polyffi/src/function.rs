@@ -79,10 +79,14 @@ impl Function {
     }
 
     #[inline(always)]
-    fn call_raw_typed<R: FromRet>(&self, values: &mut [TVMValue], codes: &mut [c_int]) -> Result<R> {
+    fn call_raw_typed<R: FromRet>(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<R> {
         debug_assert_eq!(values.len(), codes.len());
-        let n = c_int::try_from(values.len())
-            .map_err(|_| Error::value_error("too many arguments"))?;
+        let n =
+            c_int::try_from(values.len()).map_err(|_| Error::value_error("too many arguments"))?;
         let mut ret = TVMValue { v_int64: 0 };
         let mut ret_code: c_int = NULL;
         // SAFETY: values/codes hold n packed arguments whose storage outlives the call.
@@ -109,7 +113,20 @@ impl Function {
     where
         F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
     {
-        crate::callback::make_function(f)
+        crate::callback::make_function(crate::callback::SliceFn(f))
+    }
+
+    /// Wraps a typed Rust closure of up to 4 arguments (`i64`, `f64`, `bool`, `String`,
+    /// `Function`, `NDArray`, `Value`, ...) returning `Result<R>` with `R: Into<Value>`:
+    /// `Function::from_typed(|x: i64, y: i64| Ok(x + y))`. Scalars are unpacked without going
+    /// through [`Value`]; a wrong argument type or count is a TypeError naming it. Panics and
+    /// errors behave as in [`from_closure`](Self::from_closure).
+    pub fn from_typed<F, Args>(f: F) -> Result<Function>
+    where
+        F: crate::callback::TypedFn<Args>,
+        Args: 'static,
+    {
+        crate::callback::make_function(crate::callback::Typed(f, std::marker::PhantomData))
     }
 
     /// Registers this function as the global `name` (the registry keeps its own reference).

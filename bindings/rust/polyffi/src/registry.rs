@@ -37,10 +37,7 @@ pub fn list_global_names() -> Result<Vec<String>> {
     }
     // SAFETY: `size` valid C strings.
     let names = unsafe { std::slice::from_raw_parts(names, size) };
-    Ok(names
-        .iter()
-        .map(|&p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-        .collect())
+    Ok(names.iter().map(|&p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()).collect())
 }
 
 /// Removes the global `name`; removing an absent name succeeds.
@@ -119,9 +116,8 @@ impl Module {
 
     /// The module's function `name`; AttributeError when it has none.
     pub fn function(&self, name: &str) -> Result<Function> {
-        self.get_function(name, false)?.ok_or_else(|| {
-            Error::new("AttributeError", format!("Module has no function '{name}'"))
-        })
+        self.get_function(name, false)?
+            .ok_or_else(|| Error::new("AttributeError", format!("Module has no function '{name}'")))
     }
 
     /// Makes `other` an import of this module (found then with `query_imports`).

@@ -288,11 +288,7 @@ fn known_types() -> &'static KnownTypes {
             // SAFETY: key is NUL-terminated; out-parameter.
             (unsafe { sys::TVMObjectTypeKey2Index(key.as_ptr(), &mut out) } == 0).then_some(out)
         };
-        KnownTypes {
-            string: index(c"runtime.String"),
-            array: index(c"Array"),
-            map: index(c"Map"),
-        }
+        KnownTypes { string: index(c"runtime.String"), array: index(c"Array"), map: index(c"Map") }
     })
 }
 
@@ -318,7 +314,9 @@ impl Array {
         crate::library::ensure()?;
         match core_global!("runtime.Array")?.call(items)? {
             Value::Array(a) => Ok(a),
-            other => Err(Error::type_error(format!("runtime.Array returned {}", other.type_name()))),
+            other => {
+                Err(Error::type_error(format!("runtime.Array returned {}", other.type_name())))
+            }
         }
     }
     pub fn len(&self) -> Result<usize> {
@@ -653,7 +651,8 @@ impl TryFrom<Value> for i32 {
     type Error = Error;
     fn try_from(v: Value) -> Result<i32> {
         let x = i64::try_from(v)?;
-        i32::try_from(x).map_err(|_| Error::new("OverflowError", format!("{x} does not fit in i32")))
+        i32::try_from(x)
+            .map_err(|_| Error::new("OverflowError", format!("{x} does not fit in i32")))
     }
 }
 
@@ -722,7 +721,10 @@ impl StrHolder {
 /// Runs `f` on a NUL-terminated copy of `s`: on the stack for short strings (names of globals
 /// and functions), on the heap for long ones. A NUL inside `s` is a ValueError.
 #[inline]
-pub(crate) fn with_c_str<R>(s: &str, f: impl FnOnce(*const std::os::raw::c_char) -> R) -> Result<R> {
+pub(crate) fn with_c_str<R>(
+    s: &str,
+    f: impl FnOnce(*const std::os::raw::c_char) -> R,
+) -> Result<R> {
     let bytes = s.as_bytes();
     if let Some(i) = bytes.iter().position(|&b| b == 0) {
         return Err(Error::value_error(format!("string contains a NUL byte at {i}")));
@@ -1051,8 +1053,17 @@ macro_rules! slow_ret {
 }
 
 slow_ret!(
-    i32, f32, Vec<u8>, Device, DataType, DataTypeOrString, Function, Module, NDArray,
-    Array, Map
+    i32,
+    f32,
+    Vec<u8>,
+    Device,
+    DataType,
+    DataTypeOrString,
+    Function,
+    Module,
+    NDArray,
+    Array,
+    Map
 );
 
 /// An object result as the raw object, without turning runtime.String / Array / Map into their

@@ -122,9 +122,8 @@ fn closure_receives_and_returns_every_kind_of_value() {
     })
     .unwrap();
     let apply = common::global("testing.apply");
-    let out: Array = apply
-        .invoke((&f, 1, 2.5, true, "s\0t", &b"\xff"[..], Device::cpu(1), ()))
-        .unwrap();
+    let out: Array =
+        apply.invoke((&f, 1, 2.5, true, "s\0t", &b"\xff"[..], Device::cpu(1), ())).unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 7);
     let items = out.to_vec().unwrap();
     assert_eq!(
@@ -227,4 +226,37 @@ fn containers() {
     let echo = common::global("testing.echo");
     let back = echo.call(&[Value::Array(a.clone())]).unwrap();
     assert_eq!(back, Value::Array(a));
+}
+
+#[test]
+fn typed_closures_unpack_their_arguments() {
+    let apply = common::global("testing.apply");
+    let add = Function::from_typed(|x: i64, y: f64| Ok(x as f64 + y)).unwrap();
+    assert_eq!(apply.invoke::<f64, _>((&add, 2, 0.5)).unwrap(), 2.5);
+    let greet = Function::from_typed(|name: String| Ok(format!("hi {name}"))).unwrap();
+    assert_eq!(apply.invoke::<String, _>((&greet, "a\0b")).unwrap(), "hi a\0b");
+    let none = Function::from_typed(|| Ok(())).unwrap();
+    assert_eq!(apply.invoke::<Value, _>((&none,)).unwrap(), Value::Null);
+
+    let err = apply.invoke::<f64, _>((&add, 1)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(err.message(), "expected 2 arguments but got 1");
+    let err = apply.invoke::<f64, _>((&add, "x", 1.0)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(err.message(), "argument 0 expected int but got str");
+
+    let fails = Function::from_typed(|x: i64| -> polyffi::Result<i64> {
+        if x < 0 {
+            return Err(Error::new("ValueError", "negative"));
+        }
+        panic!("typed panic {x}")
+    })
+    .unwrap();
+    assert_eq!(apply.invoke::<i64, _>((&fails, -1)).unwrap_err().kind(), "ValueError");
+    let err = apply.invoke::<i64, _>((&fails, 3)).unwrap_err();
+    assert_eq!((err.kind(), err.message()), ("RustPanic", "typed panic 3"));
+    // C calls the typed closure a thousand times.
+    let inc = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
+    let total: i64 = common::global("testing.call_n").invoke((&inc, 1000)).unwrap();
+    assert_eq!(total, (1..=1000).sum::<i64>());
 }

@@ -153,7 +153,7 @@ fn make_host_function(name: &str, serial: u64) -> Outcome<Function> {
         let g = &guard;
         imp(args, g.serial)
     })
-        .map_err(|e| format!("from_closure: {e}"))
+    .map_err(|e| format!("from_closure: {e}"))
 }
 
 // ---- Values -----------------------------------------------------------------------------------
@@ -297,15 +297,16 @@ impl CaseRun {
             "dtype" => {
                 Value::DataType(DataType::parse(body.as_str().ok_or("bad dtype")?).map_err(err)?)
             }
-            "host" => Value::Function(make_host_function(
-                body.as_str().ok_or("bad host")?,
-                self.serial,
-            )?),
-            "global" => Value::Function(
-                Function::global(body.as_str().ok_or("bad global")?).map_err(err)?,
-            ),
+            "host" => {
+                Value::Function(make_host_function(body.as_str().ok_or("bad host")?, self.serial)?)
+            }
+            "global" => {
+                Value::Function(Function::global(body.as_str().ok_or("bad global")?).map_err(err)?)
+            }
             "var" => self.var(body.as_str().ok_or("bad var")?)?.clone(),
-            "module" => Value::Module(self.load_module(body.as_str().ok_or("bad module")?).map_err(err)?),
+            "module" => {
+                Value::Module(self.load_module(body.as_str().ok_or("bad module")?).map_err(err)?)
+            }
             "array" => {
                 let items = body
                     .as_array()
@@ -536,7 +537,8 @@ impl CaseRun {
     fn run_step(&mut self, step: &Json) -> Outcome {
         let s = |key: &str| step.get(key);
         if let Some(name) = s("call") {
-            let f = Function::global(name.as_str().ok_or("bad call")?).map_err(|e| e.to_string())?;
+            let f =
+                Function::global(name.as_str().ok_or("bad call")?).map_err(|e| e.to_string())?;
             self.run_call(step, Value::Function(f))
         } else if let Some(v) = s("call_value") {
             let f = self.build(v)?;
@@ -550,7 +552,10 @@ impl CaseRun {
             Ok(())
         } else if let Some(name) = s("release") {
             let name = name.as_str().ok_or("bad release")?;
-            self.vars.remove(name).map(drop).ok_or_else(|| format!("release of unbound variable {name}"))
+            self.vars
+                .remove(name)
+                .map(drop)
+                .ok_or_else(|| format!("release of unbound variable {name}"))
         } else if let Some(name) = s("register") {
             let name = name.as_str().ok_or("bad register")?;
             let Value::Function(f) = self.build(&step["value"])? else {

@@ -39,13 +39,16 @@ fn views_of_an_ndarray_share_its_memory() {
 
 #[test]
 fn ndarray_views_pass_to_c_without_copying() {
-    let input = ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0.5f32, 1.5, 2.5, 3.5, 4.5, 5.5]).unwrap();
+    let input =
+        ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![0.5f32, 1.5, 2.5, 3.5, 4.5, 5.5]).unwrap();
     let mut output = ArrayD::<f32>::zeros(IxDyn(&[2, 3]));
     let data_ptr = common::global("testing.nd_data_ptr");
     let seen: i64 = data_ptr.invoke((&input.view(),)).unwrap();
     assert_eq!(seen as usize, input.as_ptr() as usize, "C saw the same data pointer");
     // C writes into the Rust-owned buffer through the mutable view.
-    common::global("testing.nd_add_one").invoke::<(), _>((&input.view(), &output.view_mut())).unwrap();
+    common::global("testing.nd_add_one")
+        .invoke::<(), _>((&input.view(), &output.view_mut()))
+        .unwrap();
     assert_eq!(output.as_slice().unwrap(), &[1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
     // An echoed view comes back as a borrowed NDArray over the same memory.
     let back: Value = common::global("testing.echo").invoke((&input.view(),)).unwrap();
