@@ -30,8 +30,29 @@ def instructions(cmd):
     return int(re.search(r"Collected : (\d+)", out).group(1))
 
 
-def per_call(make_cmd, n, calls):
-    return (instructions(make_cmd(n)) - instructions(make_cmd(0))) / (n * calls)
+def per_call(cmd, n, calls):
+    """cmd(k) is the command line that runs k iterations."""
+    return (instructions(cmd(n)) - instructions(cmd(0))) / (n * calls)
+
+
+def rust_cmd(binary, case):
+    return lambda k: [str(binary), "--case", case, "--iterations", str(k)]
+
+
+def c_cmd(binary, case):
+    return lambda k: [str(binary), f"--case={case}", f"--iterations={k}"]
+
+
+def tvm_cmd(binary, fixtures, case):
+    return lambda k: [str(binary), str(fixtures), "--case", case, "--iterations", str(k)]
+
+
+def fmt(x):
+    return "-" if x is None else f"{x:.0f}"
+
+
+def ratio(a, b):
+    return "-" if not b else f"{a / b:.2f}x"
 
 
 def main():
@@ -45,25 +66,20 @@ def main():
     for p in (rust, c):
         if not p.exists():
             sys.exit(f"{p} not found")
-    print("| case | Rust instr/call | C ABI from C | floor | tvm-ffi crate | Rust / C | Rust / tvm-ffi |")
+    print("| case | Rust instr/call | C ABI from C | floor | tvm-ffi crate | Rust / C | "
+          "Rust / tvm-ffi |")
     print("|---|---:|---:|---:|---:|---:|---:|")
+    have_tvm = tvm.exists() and fixtures.exists()
     for name, rcase, ccase, tcase, n, calls in CASES:
-        r = per_call(lambda k: [str(rust), "--case", rcase, "--iterations", str(k)], n, calls)
+        r = per_call(rust_cmd(rust, rcase), n, calls)
         if ccase is None:  # the C callback case runs 1000 callbacks per iteration
-            cv = per_call(lambda k: [str(c), "--case=calls/callback_call_n/polyffi_c",
-                                     f"--iterations={k}"], 2000, 1000)
+            cv = per_call(c_cmd(c, "calls/callback_call_n/polyffi_c"), 2000, 1000)
         else:
-            cv = per_call(lambda k: [str(c), f"--case={ccase}", f"--iterations={k}"], n, 1)
-        key = name.split()[0]
-        floor = (per_call(lambda k: [str(c), f"--case={FLOORS[key]}", f"--iterations={k}"], n, 1)
-                 if key in FLOORS and name == key else None)
-        t = (per_call(lambda k: [str(tvm), str(fixtures), "--case", tcase, "--iterations", str(k)],
-                      n, calls) if tvm.exists() and fixtures.exists() else None)
-        fmt = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
-        ratio = lambda a, b: "-" if not b else f"{a / b:.2f}x"  # noqa: E731
+            cv = per_call(c_cmd(c, ccase), n, 1)
+        floor = per_call(c_cmd(c, FLOORS[name]), n, 1) if name in FLOORS else None
+        t = per_call(tvm_cmd(tvm, fixtures, tcase), n, calls) if have_tvm else None
         print(f"| {name} | {r:.0f} | {fmt(cv)} | {fmt(floor)} | {fmt(t)} | {ratio(r, cv)} | "
               f"{ratio(r, t)} |")
-
 
 if __name__ == "__main__":
     main()
