@@ -38,7 +38,10 @@ impl Model {
     pub fn load(lib_path: &Path, model_dir: &Path) -> polyffi::Result<Model> {
         let read = |name: &str| {
             std::fs::read(model_dir.join(name)).map_err(|e| {
-                polyffi::Error::new("IOError", format!("{}: {e}", model_dir.join(name).display()))
+                polyffi::Error::new(
+                    "IOError",
+                    format!("{}: {e}", model_dir.join(name).display()),
+                )
             })
         };
         let graph_json = String::from_utf8(read("graph_b1.json")?)
@@ -95,7 +98,9 @@ impl Model {
 }
 
 pub fn argmax(p: &[f32]) -> usize {
-    p.iter().enumerate().fold(0, |best, (i, &x)| if x > p[best] { i } else { best })
+    p.iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > p[best] { i } else { best })
 }
 
 #[derive(Deserialize)]
@@ -117,7 +122,13 @@ struct ErrorBody {
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(ErrorBody { error: message.into() })).into_response()
+    (
+        status,
+        Json(ErrorBody {
+            error: message.into(),
+        }),
+    )
+        .into_response()
 }
 
 /// Checks a request body; the error is what the client is told.
@@ -129,22 +140,40 @@ pub fn validate(body: &[u8]) -> Result<PredictRequest, (StatusCode, String)> {
         )
     })?;
     if request.rows.is_empty() {
-        return Err((StatusCode::UNPROCESSABLE_ENTITY, "empty batch: send at least one row".into()));
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "empty batch: send at least one row".into(),
+        ));
     }
     if request.rows.len() > MAX_BATCH {
         return Err((
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("batch of {} rows is larger than {MAX_BATCH}", request.rows.len()),
+            format!(
+                "batch of {} rows is larger than {MAX_BATCH}",
+                request.rows.len()
+            ),
         ));
     }
-    if let Some((i, row)) = request.rows.iter().enumerate().find(|(_, r)| r.len() != FEATURES) {
+    if let Some((i, row)) = request
+        .rows
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.len() != FEATURES)
+    {
         return Err((
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("row {i} has {} values, expected {FEATURES}", row.len()),
         ));
     }
-    if let Some(i) = request.rows.iter().position(|r| r.iter().any(|x| !x.is_finite())) {
-        return Err((StatusCode::UNPROCESSABLE_ENTITY, format!("row {i} holds a non-finite value")));
+    if let Some(i) = request
+        .rows
+        .iter()
+        .position(|r| r.iter().any(|x| !x.is_finite()))
+    {
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("row {i} holds a non-finite value"),
+        ));
     }
     Ok(request)
 }
@@ -161,8 +190,14 @@ async fn predict(State(model): State<Arc<Model>>, body: Bytes) -> Response {
             probabilities: probs.iter().map(|p| p.to_vec()).collect(),
         })
         .into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("model error: {e}")),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("inference task failed: {e}")),
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("model error: {e}"),
+        ),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("inference task failed: {e}"),
+        ),
     }
 }
 
@@ -191,5 +226,8 @@ pub fn default_paths() -> (PathBuf, PathBuf) {
     let lib_dir = std::env::var_os("POLYFFI_LIB_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("POLYFFI_BUILD_LIB_DIR")));
-    (lib_dir.join("libdigits_model.so"), repo.join("examples/digits/model"))
+    (
+        lib_dir.join("libdigits_model.so"),
+        repo.join("examples/digits/model"),
+    )
 }

@@ -30,7 +30,10 @@ async fn main() {
     let model = match Model::load(&lib, &model_dir) {
         Ok(m) => Arc::new(m),
         Err(e) => {
-            eprintln!("digits-service: cannot load the model ({}): {e}", lib.display());
+            eprintln!(
+                "digits-service: cannot load the model ({}): {e}",
+                lib.display()
+            );
             std::process::exit(1);
         }
     };
@@ -51,7 +54,10 @@ async fn main() {
             _ = term.recv() => {}
         }
     };
-    if let Err(e) = axum::serve(listener, app(model)).with_graceful_shutdown(shutdown).await {
+    if let Err(e) = axum::serve(listener, app(model))
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
         eprintln!("digits-service: {e}");
         std::process::exit(1);
     }

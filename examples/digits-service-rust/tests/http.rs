@@ -19,7 +19,9 @@ impl Server {
             .spawn()
             .expect("starting digits-service");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let addr = line
             .trim()
             .strip_prefix("listening on http://")
@@ -43,7 +45,10 @@ impl Server {
         s.read_to_string(&mut response).unwrap();
         let (head, rest) = response.split_once("\r\n\r\n").expect("HTTP response");
         let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
             dechunk(rest)
         } else {
             rest.to_string()
@@ -78,15 +83,22 @@ fn model_dir() -> PathBuf {
 
 fn test_rows() -> Vec<Vec<f32>> {
     let bytes = std::fs::read(model_dir().join("test_x.bin")).unwrap();
-    let x: Vec<f32> =
-        bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    let x: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
     x.chunks_exact(64).map(<[f32]>::to_vec).collect()
 }
 
 fn expected() -> Vec<u64> {
     let text = std::fs::read_to_string(model_dir().join("expected.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    json["predictions"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect()
+    json["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect()
 }
 
 fn predict(server: &Server, rows: &[Vec<f32>]) -> serde_json::Value {
@@ -108,12 +120,21 @@ fn serves_the_c_demos_predictions_and_rejects_bad_requests() {
     let rows = test_rows();
     let want = expected();
     let got = predict(&server, &rows);
-    let classes: Vec<u64> =
-        got["classes"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    let classes: Vec<u64> = got["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
     assert_eq!(classes, want);
     let probs = got["probabilities"].as_array().unwrap();
     assert_eq!(probs.len(), rows.len());
-    let p0: Vec<f64> = probs[0].as_array().unwrap().iter().map(|p| p.as_f64().unwrap()).collect();
+    let p0: Vec<f64> = probs[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_f64().unwrap())
+        .collect();
     assert_eq!(p0.len(), 10);
     assert!((p0.iter().sum::<f64>() - 1.0).abs() < 1e-4);
 
@@ -127,7 +148,11 @@ fn serves_the_c_demos_predictions_and_rejects_bad_requests() {
     let bad: [(&str, u16, &str); 6] = [
         ("{\"rows\": [[1, 2", 400, "malformed JSON"),
         ("not json at all", 400, "malformed JSON"),
-        ("{\"rows\": [[1, 2, 3]]}", 422, "row 0 has 3 values, expected 64"),
+        (
+            "{\"rows\": [[1, 2, 3]]}",
+            422,
+            "row 0 has 3 values, expected 64",
+        ),
         ("{\"rows\": []}", 422, "empty batch"),
         ("{\"rows\": [[\"a\"]]}", 400, "malformed JSON"),
         ("{\"pixels\": []}", 400, "malformed JSON"),
@@ -136,7 +161,10 @@ fn serves_the_c_demos_predictions_and_rejects_bad_requests() {
         let (got_status, text) = server.request("POST", "/predict", body);
         assert_eq!(got_status, status, "{body} -> {text}");
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(json["error"].as_str().unwrap().contains(message), "{body} -> {text}");
+        assert!(
+            json["error"].as_str().unwrap().contains(message),
+            "{body} -> {text}"
+        );
     }
     let mut long_row = rows[0].clone();
     long_row.push(0.0);
