@@ -16,7 +16,10 @@ extern "C" {
 /// CPU time of the calling thread in ns (CLOCK_THREAD_CPUTIME_ID), the clock Google Benchmark's
 /// cpu_time uses: on a shared machine, time the thread spent descheduled is not counted.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: plain out-parameter; clock 3 is CLOCK_THREAD_CPUTIME_ID on Linux.
     unsafe { clock_gettime(3, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

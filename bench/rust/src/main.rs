@@ -150,9 +150,17 @@ fn c_rows(build: &Path) -> BTreeMap<String, f64> {
     }
     // Google Benchmark writes counters that are not numbers as bare nan / inf.
     let text = std::fs::read_to_string(&out).unwrap();
-    let text = [": -nan", ": nan", ": NaN", ": -inf", ": inf", ": Infinity", ": -Infinity"]
-        .iter()
-        .fold(text, |t, bad| t.replace(bad, ": null"));
+    let text = [
+        ": -nan",
+        ": nan",
+        ": NaN",
+        ": -inf",
+        ": inf",
+        ": Infinity",
+        ": -Infinity",
+    ]
+    .iter()
+    .fold(text, |t, bad| t.replace(bad, ": null"));
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let _ = std::fs::remove_file(&out);
     for b in json["benchmarks"].as_array().unwrap() {

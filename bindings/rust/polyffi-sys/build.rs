@@ -60,10 +60,17 @@ fn locate_library(repo: &Path, include_dirs: &mut Vec<PathBuf>) -> Option<PathBu
         }
         return Some(dir);
     }
-    match pkg_config::Config::new().cargo_metadata(false).probe("polyffi") {
+    match pkg_config::Config::new()
+        .cargo_metadata(false)
+        .probe("polyffi")
+    {
         Ok(lib) => {
             include_dirs.extend(lib.include_paths.iter().cloned());
-            return lib.link_paths.first().cloned().or_else(|| Some(PathBuf::from("/usr/lib")));
+            return lib
+                .link_paths
+                .first()
+                .cloned()
+                .or_else(|| Some(PathBuf::from("/usr/lib")));
         }
         Err(err) => {
             if !cfg!(feature = "bundled") {
@@ -85,7 +92,10 @@ fn bundled(repo: &Path) -> Option<PathBuf> {
     for dir in ["core", "c_api"] {
         println!("cargo:rerun-if-changed={}", repo.join(dir).display());
     }
-    println!("cargo:rerun-if-changed={}", repo.join("CMakeLists.txt").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("CMakeLists.txt").display()
+    );
     // The library, its test fixtures and the example model; no gtest suites or benchmarks.
     let mut cfg = cmake::Config::new(repo);
     cfg.profile("Release")

@@ -10,6 +10,9 @@ fn main() -> polyffi::Result<()> {
         Ok(Value::Int(2 * i64::try_from(args[0].clone())?))
     })?;
     let apply = Function::global("testing.apply")?;
-    println!("apply(twice, 21) = {}", apply.invoke::<i64, _>((&twice, 21))?);
+    println!(
+        "apply(twice, 21) = {}",
+        apply.invoke::<i64, _>((&twice, 21))?
+    );
     Ok(())
 }

@@ -59,7 +59,12 @@ where
     // SAFETY: the runtime owns `resource` from here on: its finalizer runs exactly once, also
     // when this call fails (c_runtime_api.h), so the box is never leaked nor freed twice.
     let status = unsafe {
-        sys::TVMFuncCreateFromCFunc(Some(trampoline::<F>), resource, Some(finalizer::<F>), &mut out)
+        sys::TVMFuncCreateFromCFunc(
+            Some(trampoline::<F>),
+            resource,
+            Some(finalizer::<F>),
+            &mut out,
+        )
     };
     check_call(status)?;
     NonNull::new(out)
@@ -83,8 +88,15 @@ impl<const N: usize> Initialised<'_, N> {
 impl<const N: usize> Drop for Initialised<'_, N> {
     fn drop(&mut self) {
         for slot in &mut self.slots[..self.len] {
-            // SAFETY: initialised, dropped once here.
-            unsafe { slot.assume_init_drop() };
+            // SAFETY: initialised, dropped once here. Scalars own nothing: skip the drop call.
+            unsafe {
+                if !matches!(
+                    slot.assume_init_ref(),
+                    Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Null
+                ) {
+                    slot.assume_init_drop();
+                }
+            }
         }
     }
 }
@@ -117,7 +129,10 @@ where
     const N: usize = 4;
     let result = if n <= N {
         let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
-        let mut init = Initialised { slots: &mut slots, len: 0 };
+        let mut init = Initialised {
+            slots: &mut slots,
+            len: 0,
+        };
         for i in 0..n {
             let v = arg_value(*args.add(i), *codes.add(i))?;
             init.slots[i].write(v);
@@ -215,7 +230,10 @@ pub trait FromArg: Sized {
 fn arg_mismatch(index: usize, want: &str, code: c_int) -> Error {
     Error::new(
         "TypeError",
-        format!("argument {index} expected {want} but got {}", crate::value::type_code_name(code)),
+        format!(
+            "argument {index} expected {want} but got {}",
+            crate::value::type_code_name(code)
+        ),
     )
 }
 

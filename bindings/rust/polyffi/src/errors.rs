@@ -21,7 +21,11 @@ pub struct Error {
 impl Error {
     /// An error of the given kind, e.g. `Error::new("ValueError", "bad shape")`.
     pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
-        Error { kind: kind.into(), message: message.into(), traceback: None }
+        Error {
+            kind: kind.into(),
+            message: message.into(),
+            traceback: None,
+        }
     }
 
     /// The error kind, e.g. `"TypeError"` (or `"RustPanic"` for a panic in a closure).
@@ -52,7 +56,11 @@ impl Error {
                 _ => ("TVMError", first),
             },
         };
-        Error { kind: kind.to_string(), message: message.to_string(), traceback: rest }
+        Error {
+            kind: kind.to_string(),
+            message: message.to_string(),
+            traceback: rest,
+        }
     }
 
     /// The calling thread's last runtime error.
@@ -82,7 +90,9 @@ impl Error {
 }
 
 fn is_kind(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
 impl fmt::Display for Error {
@@ -105,7 +115,10 @@ impl std::error::Error for Error {}
 
 impl From<std::ffi::NulError> for Error {
     fn from(e: std::ffi::NulError) -> Self {
-        Error::value_error(format!("string contains a NUL byte at {}", e.nul_position()))
+        Error::value_error(format!(
+            "string contains a NUL byte at {}",
+            e.nul_position()
+        ))
     }
 }
 

@@ -56,7 +56,9 @@ impl Function {
         crate::library::ensure()?;
         let mut out: *mut c_void = std::ptr::null_mut();
         // SAFETY: NUL-terminated name; out-parameter receives an owned handle or NULL.
-        check_call(with_c_str(name, |p| unsafe { sys::TVMFuncGetGlobal(p, &mut out) })?)?;
+        check_call(with_c_str(name, |p| unsafe {
+            sys::TVMFuncGetGlobal(p, &mut out)
+        })?)?;
         Ok(NonNull::new(out).map(|h| Function { handle: h }))
     }
 
@@ -144,7 +146,9 @@ impl Clone for Function {
     fn clone(&self) -> Self {
         // SAFETY: a live function handle is an object handle.
         unsafe { sys::TVMObjectRetain(self.as_raw()) };
-        Function { handle: self.handle }
+        Function {
+            handle: self.handle,
+        }
     }
 }
 

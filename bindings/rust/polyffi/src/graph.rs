@@ -72,7 +72,9 @@ impl GraphModule {
     }
 
     pub fn get_num_outputs(&self) -> Result<usize> {
-        self.get_num_outputs.invoke::<i64, _>(()).map(|n| n as usize)
+        self.get_num_outputs
+            .invoke::<i64, _>(())
+            .map(|n| n as usize)
     }
 
     pub fn get_input_index(&self, name: &str) -> Result<i64> {

@@ -58,7 +58,11 @@ impl NDArray {
     /// # Safety
     /// `handle` must be an owned NDArray reference.
     pub unsafe fn from_raw(handle: NonNull<sys::DLTensor>) -> Self {
-        NDArray { handle, owned: true, _view: None }
+        NDArray {
+            handle,
+            owned: true,
+            _view: None,
+        }
     }
 
     /// Wraps a borrowed `DLTensor*` without taking ownership.
@@ -79,11 +83,25 @@ impl NDArray {
         let mut strides = copy(t.strides);
         let mut tensor = *t;
         tensor.ndim = shape.len() as c_int;
-        tensor.shape = if shape.is_empty() { std::ptr::null_mut() } else { shape.as_mut_ptr() };
-        tensor.strides = strides.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
-        let mut desc = Box::new(ViewDesc { tensor, _shape: shape, _strides: strides });
+        tensor.shape = if shape.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            shape.as_mut_ptr()
+        };
+        tensor.strides = strides
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
+        let mut desc = Box::new(ViewDesc {
+            tensor,
+            _shape: shape,
+            _strides: strides,
+        });
         let handle = NonNull::from(&mut desc.tensor);
-        NDArray { handle, owned: false, _view: Some(desc) }
+        NDArray {
+            handle,
+            owned: false,
+            _view: Some(desc),
+        }
     }
 
     /// The `DLTensor*`, still owned by `self`.
@@ -128,7 +146,11 @@ impl NDArray {
             )
         })?;
         NonNull::new(out)
-            .map(|h| NDArray { handle: h, owned: true, _view: None })
+            .map(|h| NDArray {
+                handle: h,
+                owned: true,
+                _view: None,
+            })
             .ok_or_else(|| Error::new("InternalError", "TVMArrayAlloc returned NULL"))
     }
 
@@ -194,7 +216,9 @@ impl NDArray {
 
     /// Compact row-major (NULL strides, or strides equal to the compact ones).
     pub fn is_contiguous(&self) -> bool {
-        let Some(strides) = self.strides() else { return true };
+        let Some(strides) = self.strides() else {
+            return true;
+        };
         let mut expected = 1i64;
         for (&dim, &stride) in self.shape().iter().zip(strides).rev() {
             if dim != 1 && stride != expected {
@@ -214,7 +238,10 @@ impl NDArray {
             )));
         }
         if !matches!(self.device().device_type, 1 | 3) {
-            return Err(Error::value_error(format!("array lives on {}", self.device())));
+            return Err(Error::value_error(format!(
+                "array lives on {}",
+                self.device()
+            )));
         }
         if !self.is_contiguous() {
             return Err(Error::value_error("array is not contiguous"));
@@ -314,9 +341,16 @@ impl Clone for NDArray {
             Ok(Value::OpaqueHandle(p)) => {
                 // SAFETY: p is the live object that owns this array.
                 unsafe { sys::TVMObjectRetain(p as *mut c_void) };
-                NDArray { handle: self.handle, owned: true, _view: None }
+                NDArray {
+                    handle: self.handle,
+                    owned: true,
+                    _view: None,
+                }
             }
-            Ok(other) => panic!("polyffi: runtime.NDArrayObjectHandle gave {}", other.type_name()),
+            Ok(other) => panic!(
+                "polyffi: runtime.NDArrayObjectHandle gave {}",
+                other.type_name()
+            ),
             Err(e) => panic!("polyffi: cannot retain an NDArray: {e}"),
         }
     }
@@ -415,14 +449,27 @@ mod with_ndarray {
                 ndim: shape.len() as c_int,
                 dtype: <S::Elem as Element>::DTYPE.to_raw(),
                 shape: shape.as_mut_ptr(),
-                strides: if compact { std::ptr::null_mut() } else { strides.as_mut_ptr() },
+                strides: if compact {
+                    std::ptr::null_mut()
+                } else {
+                    strides.as_mut_ptr()
+                },
                 byte_offset: 0,
             };
-            Ok(TensorHolder { tensor, _shape: shape, _strides: strides })
+            Ok(TensorHolder {
+                tensor,
+                _shape: shape,
+                _strides: strides,
+            })
         }
 
         fn raw(&self, h: &TensorHolder) -> (TVMValue, c_int) {
-            (TVMValue { v_handle: &h.tensor as *const _ as *mut c_void }, DLTENSOR)
+            (
+                TVMValue {
+                    v_handle: &h.tensor as *const _ as *mut c_void,
+                },
+                DLTENSOR,
+            )
         }
     }
 }

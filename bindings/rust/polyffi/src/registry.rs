@@ -37,7 +37,10 @@ pub fn list_global_names() -> Result<Vec<String>> {
     }
     // SAFETY: `size` valid C strings.
     let names = unsafe { std::slice::from_raw_parts(names, size) };
-    Ok(names.iter().map(|&p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()).collect())
+    Ok(names
+        .iter()
+        .map(|&p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        .collect())
 }
 
 /// Removes the global `name`; removing an absent name succeeds.
@@ -148,7 +151,9 @@ impl Clone for Module {
     fn clone(&self) -> Self {
         // SAFETY: a live module handle is an object handle.
         unsafe { sys::TVMObjectRetain(self.as_raw()) };
-        Module { handle: self.handle }
+        Module {
+            handle: self.handle,
+        }
     }
 }
 

@@ -65,20 +65,32 @@ pub struct Device {
 
 impl Device {
     pub const fn new(device_type: i32, device_id: i32) -> Self {
-        Device { device_type, device_id }
+        Device {
+            device_type,
+            device_id,
+        }
     }
 
     /// The CPU device `id` (DLPack `kDLCPU`).
     pub const fn cpu(device_id: i32) -> Self {
-        Device { device_type: sys::kDLCPU as i32, device_id }
+        Device {
+            device_type: sys::kDLCPU as i32,
+            device_id,
+        }
     }
 
     pub(crate) fn to_raw(self) -> sys::DLDevice {
-        sys::DLDevice { device_type: self.device_type as _, device_id: self.device_id }
+        sys::DLDevice {
+            device_type: self.device_type as _,
+            device_id: self.device_id,
+        }
     }
 
     pub(crate) fn from_raw(d: sys::DLDevice) -> Self {
-        Device { device_type: d.device_type as i32, device_id: d.device_id }
+        Device {
+            device_type: d.device_type as i32,
+            device_id: d.device_id,
+        }
     }
 }
 
@@ -166,11 +178,19 @@ impl DataType {
     }
 
     pub(crate) fn to_raw(self) -> sys::DLDataType {
-        sys::DLDataType { code: self.code, bits: self.bits, lanes: self.lanes }
+        sys::DLDataType {
+            code: self.code,
+            bits: self.bits,
+            lanes: self.lanes,
+        }
     }
 
     pub(crate) fn from_raw(t: sys::DLDataType) -> Self {
-        DataType { code: t.code, bits: t.bits, lanes: t.lanes }
+        DataType {
+            code: t.code,
+            bits: t.bits,
+            lanes: t.lanes,
+        }
     }
 }
 
@@ -247,7 +267,9 @@ impl Object {
         let mut key: *mut std::os::raw::c_char = std::ptr::null_mut();
         // SAFETY: out-parameter receives thread-local storage, copied at once.
         check_call(unsafe { sys::TVMObjectTypeIndex2Key(index, &mut key) })?;
-        Ok(unsafe { CStr::from_ptr(key) }.to_string_lossy().into_owned())
+        Ok(unsafe { CStr::from_ptr(key) }
+            .to_string_lossy()
+            .into_owned())
     }
 }
 
@@ -255,7 +277,9 @@ impl Clone for Object {
     fn clone(&self) -> Self {
         // SAFETY: live handle; retain cannot fail for a valid one.
         unsafe { sys::TVMObjectRetain(self.as_raw()) };
-        Object { handle: self.handle }
+        Object {
+            handle: self.handle,
+        }
     }
 }
 
@@ -288,7 +312,11 @@ fn known_types() -> &'static KnownTypes {
             // SAFETY: key is NUL-terminated; out-parameter.
             (unsafe { sys::TVMObjectTypeKey2Index(key.as_ptr(), &mut out) } == 0).then_some(out)
         };
-        KnownTypes { string: index(c"runtime.String"), array: index(c"Array"), map: index(c"Map") }
+        KnownTypes {
+            string: index(c"runtime.String"),
+            array: index(c"Array"),
+            map: index(c"Map"),
+        }
     })
 }
 
@@ -314,13 +342,16 @@ impl Array {
         crate::library::ensure()?;
         match core_global!("runtime.Array")?.call(items)? {
             Value::Array(a) => Ok(a),
-            other => {
-                Err(Error::type_error(format!("runtime.Array returned {}", other.type_name())))
-            }
+            other => Err(Error::type_error(format!(
+                "runtime.Array returned {}",
+                other.type_name()
+            ))),
         }
     }
     pub fn len(&self) -> Result<usize> {
-        core_global!("runtime.ArraySize")?.invoke::<i64, _>((self,)).map(|n| n as usize)
+        core_global!("runtime.ArraySize")?
+            .invoke::<i64, _>((self,))
+            .map(|n| n as usize)
     }
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
@@ -346,14 +377,22 @@ impl Map {
     /// Builds `runtime.Map(k0, v0, ...)`.
     pub fn new(items: &[(Value, Value)]) -> Result<Map> {
         crate::library::ensure()?;
-        let flat: Vec<Value> = items.iter().flat_map(|(k, v)| [k.clone(), v.clone()]).collect();
+        let flat: Vec<Value> = items
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), v.clone()])
+            .collect();
         match core_global!("runtime.Map")?.call(&flat)? {
             Value::Map(m) => Ok(m),
-            other => Err(Error::type_error(format!("runtime.Map returned {}", other.type_name()))),
+            other => Err(Error::type_error(format!(
+                "runtime.Map returned {}",
+                other.type_name()
+            ))),
         }
     }
     pub fn len(&self) -> Result<usize> {
-        core_global!("runtime.MapSize")?.invoke::<i64, _>((self,)).map(|n| n as usize)
+        core_global!("runtime.MapSize")?
+            .invoke::<i64, _>((self,))
+            .map(|n| n as usize)
     }
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
@@ -363,13 +402,20 @@ impl Map {
         core_global!("runtime.MapGetItem")?.invoke::<Value, _>((self, key))
     }
     pub fn contains<K: ToArg>(&self, key: K) -> Result<bool> {
-        core_global!("runtime.MapCount")?.invoke::<i64, _>((self, key)).map(|n| n != 0)
+        core_global!("runtime.MapCount")?
+            .invoke::<i64, _>((self, key))
+            .map(|n| n != 0)
     }
     /// `(key, value)` pairs in insertion order.
     pub fn items(&self) -> Result<Vec<(Value, Value)>> {
         let flat = match core_global!("runtime.MapItems")?.invoke::<Value, _>((self,))? {
             Value::Array(a) => a.to_vec()?,
-            other => return Err(Error::type_error(format!("MapItems gave {}", other.type_name()))),
+            other => {
+                return Err(Error::type_error(format!(
+                    "MapItems gave {}",
+                    other.type_name()
+                )))
+            }
         };
         let mut it = flat.into_iter();
         let mut out = Vec::new();
@@ -528,7 +574,10 @@ fn object_value(obj: Object) -> Result<Value> {
                 Err(e) => Value::Bytes(e.into_bytes()),
             }),
             v @ Value::Str(_) => Ok(v),
-            other => Err(Error::type_error(format!("StringBytes returned {}", other.type_name()))),
+            other => Err(Error::type_error(format!(
+                "StringBytes returned {}",
+                other.type_name()
+            ))),
         };
     }
     if Some(index) == known.array {
@@ -684,7 +733,9 @@ pub struct DataTypeOrString(pub DataType);
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
-    Inline { buf: [std::mem::MaybeUninit<u8>; 64] },
+    Inline {
+        buf: [std::mem::MaybeUninit<u8>; 64],
+    },
     Heap(CString),
     Object(Object),
 }
@@ -705,15 +756,27 @@ impl StrHolder {
             Ok(StrHolder::Inline { buf })
         } else {
             // SAFETY: checked above that s holds no NUL.
-            Ok(StrHolder::Heap(unsafe { CString::from_vec_unchecked(s.to_vec()) }))
+            Ok(StrHolder::Heap(unsafe {
+                CString::from_vec_unchecked(s.to_vec())
+            }))
         }
     }
 
     fn raw(&self) -> (TVMValue, c_int) {
         match self {
-            StrHolder::Inline { buf } => (TVMValue { v_str: buf.as_ptr() as *const _ }, STR),
+            StrHolder::Inline { buf } => (
+                TVMValue {
+                    v_str: buf.as_ptr() as *const _,
+                },
+                STR,
+            ),
             StrHolder::Heap(c) => (TVMValue { v_str: c.as_ptr() }, STR),
-            StrHolder::Object(o) => (TVMValue { v_handle: o.as_raw() }, OBJECT),
+            StrHolder::Object(o) => (
+                TVMValue {
+                    v_handle: o.as_raw(),
+                },
+                OBJECT,
+            ),
         }
     }
 }
@@ -727,7 +790,9 @@ pub(crate) fn with_c_str<R>(
 ) -> Result<R> {
     let bytes = s.as_bytes();
     if let Some(i) = bytes.iter().position(|&b| b == 0) {
-        return Err(Error::value_error(format!("string contains a NUL byte at {i}")));
+        return Err(Error::value_error(format!(
+            "string contains a NUL byte at {i}"
+        )));
     }
     if bytes.len() < 128 {
         let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 128];
@@ -816,10 +881,18 @@ impl ToArg for String {
 impl ToArg for [u8] {
     type Holder = sys::TVMByteArray;
     fn prepare(&self) -> Result<sys::TVMByteArray> {
-        Ok(sys::TVMByteArray { data: self.as_ptr() as *const _, size: self.len() })
+        Ok(sys::TVMByteArray {
+            data: self.as_ptr() as *const _,
+            size: self.len(),
+        })
     }
     fn raw(&self, h: &sys::TVMByteArray) -> (TVMValue, c_int) {
-        (TVMValue { v_handle: h as *const _ as *mut c_void }, BYTES)
+        (
+            TVMValue {
+                v_handle: h as *const _ as *mut c_void,
+            },
+            BYTES,
+        )
     }
 }
 
@@ -869,9 +942,12 @@ impl ToArg for Value {
     fn raw(&self, h: &ValueHolder) -> (TVMValue, c_int) {
         match (self, h) {
             (Value::Str(_), ValueHolder::Str(s)) => s.raw(),
-            (Value::Bytes(_), ValueHolder::Bytes(b)) => {
-                (TVMValue { v_handle: b as *const _ as *mut c_void }, BYTES)
-            }
+            (Value::Bytes(_), ValueHolder::Bytes(b)) => (
+                TVMValue {
+                    v_handle: b as *const _ as *mut c_void,
+                },
+                BYTES,
+            ),
             (Value::Null, _) => (TVMValue { v_int64: 0 }, NULL),
             (Value::Int(x), _) => x.raw(&()),
             (Value::Float(x), _) => x.raw(&()),
@@ -884,7 +960,12 @@ impl ToArg for Value {
             (Value::Array(x), _) => x.raw(&()),
             (Value::Map(x), _) => x.raw(&()),
             (Value::Object(x), _) => x.raw(&()),
-            (Value::OpaqueHandle(p), _) => (TVMValue { v_handle: *p as *mut c_void }, OPAQUE),
+            (Value::OpaqueHandle(p), _) => (
+                TVMValue {
+                    v_handle: *p as *mut c_void,
+                },
+                OPAQUE,
+            ),
             // prepare() always pairs Str/Bytes with their holders.
             (Value::Str(_), _) | (Value::Bytes(_), _) => (TVMValue { v_int64: 0 }, NULL),
         }
@@ -964,7 +1045,11 @@ pub(crate) fn with_packed_slice<R>(
     f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
 ) -> Result<R> {
     const N: usize = 8;
-    if args.len() <= N && !args.iter().any(|a| matches!(a, Value::Str(_) | Value::Bytes(_))) {
+    if args.len() <= N
+        && !args
+            .iter()
+            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_)))
+    {
         let mut values = [TVMValue { v_int64: 0 }; N];
         let mut codes = [NULL; N];
         for (i, a) in args.iter().enumerate() {
@@ -984,7 +1069,10 @@ pub(crate) fn with_packed_slice<R>(
         }
         Ok(f(&mut values[..args.len()], &mut codes[..args.len()]))
     } else {
-        let holders = args.iter().map(|a| a.prepare()).collect::<Result<Vec<_>>>()?;
+        let holders = args
+            .iter()
+            .map(|a| a.prepare())
+            .collect::<Result<Vec<_>>>()?;
         let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
             args.iter().zip(&holders).map(|(a, h)| a.raw(h)).unzip();
         Ok(f(&mut values, &mut codes))
@@ -1093,13 +1181,34 @@ mod tests {
 
     #[test]
     fn dtype_round_trips() {
-        for s in ["float32", "int8x4", "bool", "handle", "uint16", "bfloat16", "float64x2"] {
+        for s in [
+            "float32",
+            "int8x4",
+            "bool",
+            "handle",
+            "uint16",
+            "bfloat16",
+            "float64x2",
+        ] {
             assert_eq!(DataType::parse(s).unwrap().to_string(), s);
         }
         assert_eq!(DataType::parse("int").unwrap(), DataType::INT32);
         assert_eq!(DataType::parse("bool").unwrap(), DataType::BOOL);
-        for bad in ["", "floaty", "int0", "int300", "float32x", "float32x0", "boolx", "bool8"] {
-            assert_eq!(DataType::parse(bad).unwrap_err().kind(), "ValueError", "{bad}");
+        for bad in [
+            "",
+            "floaty",
+            "int0",
+            "int300",
+            "float32x",
+            "float32x0",
+            "boolx",
+            "bool8",
+        ] {
+            assert_eq!(
+                DataType::parse(bad).unwrap_err().kind(),
+                "ValueError",
+                "{bad}"
+            );
         }
     }
 }

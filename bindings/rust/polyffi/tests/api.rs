@@ -28,13 +28,22 @@ fn runtime_version_matches_the_headers() {
 fn typed_invoke_and_generic_call_agree() {
     let add3 = common::global("testing.add3");
     assert_eq!(add3.invoke::<i64, _>((1, 2, 3)).unwrap(), 6);
-    assert_eq!(add3.call(&[1.into(), 2.into(), 3.into()]).unwrap(), Value::Int(6));
+    assert_eq!(
+        add3.call(&[1.into(), 2.into(), 3.into()]).unwrap(),
+        Value::Int(6)
+    );
     let concat = common::global("testing.concat");
     let s: String = concat.invoke(("ab", String::from("cd"), "é")).unwrap();
     assert_eq!(s, "abcdé");
     // Long strings take the heap path of the argument packer.
     let long = "x".repeat(1000);
-    assert_eq!(concat.invoke::<String, _>((long.as_str(), "!")).unwrap().len(), 1001);
+    assert_eq!(
+        concat
+            .invoke::<String, _>((long.as_str(), "!"))
+            .unwrap()
+            .len(),
+        1001
+    );
 }
 
 #[test]
@@ -66,7 +75,10 @@ fn value_conversions() {
     let err = i64::try_from(Value::Float(1.5)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert_eq!(err.message(), "expected int but got float");
-    assert_eq!(Value::try_from(u64::MAX).unwrap_err().kind(), "OverflowError");
+    assert_eq!(
+        Value::try_from(u64::MAX).unwrap_err().kind(),
+        "OverflowError"
+    );
     assert_eq!(Value::try_from(5u64).unwrap(), Value::Int(5));
 }
 
@@ -90,7 +102,10 @@ fn closure_err_keeps_its_kind() {
     assert_eq!(err.kind(), "KeyError");
     assert_eq!(err.message(), "no such key 'k'");
     let custom = Function::from_closure(|_: &[Value]| Err(Error::new("my.Custom", "x"))).unwrap();
-    assert_eq!(apply.invoke::<Value, _>((&custom,)).unwrap_err().kind(), "my.Custom");
+    assert_eq!(
+        apply.invoke::<Value, _>((&custom,)).unwrap_err().kind(),
+        "my.Custom"
+    );
 }
 
 #[test]
@@ -108,7 +123,9 @@ fn panic_in_closure_becomes_rust_panic_error() {
     assert_eq!(err.message(), "closure exploded");
     // The function still works after the panic, and C code sees the error text as well.
     assert_eq!(apply.invoke::<i64, _>((&f, 5)).unwrap(), 5);
-    let caught: String = common::global("testing.call_and_catch").invoke((&f,)).unwrap();
+    let caught: String = common::global("testing.call_and_catch")
+        .invoke((&f,))
+        .unwrap();
     assert_eq!(caught, "RustPanic: closure exploded");
 }
 
@@ -122,8 +139,9 @@ fn closure_receives_and_returns_every_kind_of_value() {
     })
     .unwrap();
     let apply = common::global("testing.apply");
-    let out: Array =
-        apply.invoke((&f, 1, 2.5, true, "s\0t", &b"\xff"[..], Device::cpu(1), ())).unwrap();
+    let out: Array = apply
+        .invoke((&f, 1, 2.5, true, "s\0t", &b"\xff"[..], Device::cpu(1), ()))
+        .unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 7);
     let items = out.to_vec().unwrap();
     assert_eq!(
@@ -148,7 +166,10 @@ fn more_than_eight_arguments_use_the_heap_path() {
     let f = Function::from_closure(|args: &[Value]| Ok(Value::Int(args.len() as i64))).unwrap();
     let mut with_f = vec![Value::Function(f)];
     with_f.extend(args);
-    assert_eq!(common::global("testing.apply").call(&with_f).unwrap(), Value::Int(20));
+    assert_eq!(
+        common::global("testing.apply").call(&with_f).unwrap(),
+        Value::Int(20)
+    );
 }
 
 #[test]
@@ -178,10 +199,16 @@ fn finalizer_drops_the_closure_exactly_once() {
     })
     .unwrap();
     let g = f.clone();
-    let wrapped: Function = common::global("testing.wrap_callback").invoke((&f,)).unwrap();
+    let wrapped: Function = common::global("testing.wrap_callback")
+        .invoke((&f,))
+        .unwrap();
     drop(f);
     drop(g);
-    assert_eq!(drops.load(Ordering::SeqCst), 0, "the wrapper still holds the closure");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "the wrapper still holds the closure"
+    );
     drop(wrapped);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
@@ -194,15 +221,27 @@ fn register_list_and_remove_globals() {
         Ok(Value::Int(3 * i64::try_from(args[0].clone())?))
     })
     .unwrap();
-    assert!(polyffi::list_global_names().unwrap().iter().any(|n| n == name));
-    assert_eq!(Function::global(name).unwrap().invoke::<i64, _>((7,)).unwrap(), 21);
+    assert!(polyffi::list_global_names()
+        .unwrap()
+        .iter()
+        .any(|n| n == name));
+    assert_eq!(
+        Function::global(name)
+            .unwrap()
+            .invoke::<i64, _>((7,))
+            .unwrap(),
+        21
+    );
     let err = f.register_global(name, false).unwrap_err();
     assert_eq!(err.kind(), "ValueError");
     f.register_global(name, true).unwrap();
     polyffi::remove_global(name).unwrap();
     assert!(Function::get_global(name).is_none());
     let err = Function::global(name).unwrap_err();
-    assert_eq!(err.to_string(), format!("ValueError: Cannot find global function {name}"));
+    assert_eq!(
+        err.to_string(),
+        format!("ValueError: Cannot find global function {name}")
+    );
     polyffi::remove_global(name).unwrap(); // absent: still fine
 }
 
@@ -234,7 +273,10 @@ fn typed_closures_unpack_their_arguments() {
     let add = Function::from_typed(|x: i64, y: f64| Ok(x as f64 + y)).unwrap();
     assert_eq!(apply.invoke::<f64, _>((&add, 2, 0.5)).unwrap(), 2.5);
     let greet = Function::from_typed(|name: String| Ok(format!("hi {name}"))).unwrap();
-    assert_eq!(apply.invoke::<String, _>((&greet, "a\0b")).unwrap(), "hi a\0b");
+    assert_eq!(
+        apply.invoke::<String, _>((&greet, "a\0b")).unwrap(),
+        "hi a\0b"
+    );
     let none = Function::from_typed(|| Ok(())).unwrap();
     assert_eq!(apply.invoke::<Value, _>((&none,)).unwrap(), Value::Null);
 
@@ -252,11 +294,16 @@ fn typed_closures_unpack_their_arguments() {
         panic!("typed panic {x}")
     })
     .unwrap();
-    assert_eq!(apply.invoke::<i64, _>((&fails, -1)).unwrap_err().kind(), "ValueError");
+    assert_eq!(
+        apply.invoke::<i64, _>((&fails, -1)).unwrap_err().kind(),
+        "ValueError"
+    );
     let err = apply.invoke::<i64, _>((&fails, 3)).unwrap_err();
     assert_eq!((err.kind(), err.message()), ("RustPanic", "typed panic 3"));
     // C calls the typed closure a thousand times.
     let inc = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
-    let total: i64 = common::global("testing.call_n").invoke((&inc, 1000)).unwrap();
+    let total: i64 = common::global("testing.call_n")
+        .invoke((&inc, 1000))
+        .unwrap();
     assert_eq!(total, (1..=1000).sum::<i64>());
 }

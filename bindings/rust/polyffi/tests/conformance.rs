@@ -32,23 +32,37 @@ struct LiveGuard {
 
 impl LiveGuard {
     fn new(serial: u64) -> Self {
-        LIVE.lock().unwrap().get_or_insert_with(HashMap::new).entry(serial).or_default().0 += 1;
+        LIVE.lock()
+            .unwrap()
+            .get_or_insert_with(HashMap::new)
+            .entry(serial)
+            .or_default()
+            .0 += 1;
         LiveGuard { serial }
     }
 }
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
-        LIVE.lock().unwrap().get_or_insert_with(HashMap::new).entry(self.serial).or_default().1 +=
-            1;
+        LIVE.lock()
+            .unwrap()
+            .get_or_insert_with(HashMap::new)
+            .entry(self.serial)
+            .or_default()
+            .1 += 1;
     }
 }
 
 fn host_live(serial: u64) -> Outcome<i64> {
     let map = LIVE.lock().unwrap();
-    let (created, finalized) = map.as_ref().and_then(|m| m.get(&serial).copied()).unwrap_or((0, 0));
+    let (created, finalized) = map
+        .as_ref()
+        .and_then(|m| m.get(&serial).copied())
+        .unwrap_or((0, 0));
     if finalized > created {
-        return Err(format!("{finalized} finalizations for {created} host callables"));
+        return Err(format!(
+            "{finalized} finalizations for {created} host callables"
+        ));
     }
     Ok(created - finalized)
 }
@@ -58,7 +72,10 @@ fn int_arg(who: &str, i: usize, v: &Value) -> polyffi::Result<i64> {
         Value::Int(x) => Ok(*x),
         other => Err(polyffi::Error::new(
             "TypeError",
-            format!("{who}: argument {i} expected int but got {}", other.type_name()),
+            format!(
+                "{who}: argument {i} expected int but got {}",
+                other.type_name()
+            ),
         )),
     }
 }
@@ -80,7 +97,10 @@ fn host_concat(args: &[Value], _: u64) -> polyffi::Result<Value> {
             other => {
                 return Err(polyffi::Error::new(
                     "TypeError",
-                    format!("host.concat: argument {i} expected str but got {}", other.type_name()),
+                    format!(
+                        "host.concat: argument {i} expected str but got {}",
+                        other.type_name()
+                    ),
                 ))
             }
         }
@@ -121,10 +141,15 @@ fn host_adder(args: &[Value], serial: u64) -> polyffi::Result<Value> {
         if xs.len() != 1 {
             return Err(polyffi::Error::new(
                 "TypeError",
-                format!("host.adder.<closure> expected 1 argument but got {}", xs.len()),
+                format!(
+                    "host.adder.<closure> expected 1 argument but got {}",
+                    xs.len()
+                ),
             ));
         }
-        Ok(Value::Int(int_arg("host.adder.<closure>", 0, &xs[0])?.wrapping_add(y)))
+        Ok(Value::Int(
+            int_arg("host.adder.<closure>", 0, &xs[0])?.wrapping_add(y),
+        ))
     })?;
     Ok(Value::Function(closure))
 }
@@ -177,16 +202,25 @@ fn tag_of(tagged: &Json) -> Outcome<(&str, &Json)> {
             let (k, v) = map.iter().next().unwrap();
             Ok((k.as_str(), v))
         }
-        _ => Err(format!("expected a tagged value with exactly one key, got {tagged}")),
+        _ => Err(format!(
+            "expected a tagged value with exactly one key, got {tagged}"
+        )),
     }
 }
 
 fn string_of(tag: &str, body: &Json) -> Outcome<String> {
     if tag == "str" {
-        return body.as_str().map(str::to_owned).ok_or_else(|| format!("bad str {body}"));
+        return body
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("bad str {body}"));
     }
-    let unit = body[0].as_str().ok_or_else(|| format!("bad str_repeat {body}"))?;
-    let count = body[1].as_u64().ok_or_else(|| format!("bad str_repeat {body}"))?;
+    let unit = body[0]
+        .as_str()
+        .ok_or_else(|| format!("bad str_repeat {body}"))?;
+    let count = body[1]
+        .as_u64()
+        .ok_or_else(|| format!("bad str_repeat {body}"))?;
     Ok(unit.repeat(count as usize))
 }
 
@@ -251,7 +285,9 @@ struct CaseRun {
 
 impl CaseRun {
     fn var(&self, name: &str) -> Outcome<&Value> {
-        self.vars.get(name).ok_or_else(|| format!("variable {name} is not bound"))
+        self.vars
+            .get(name)
+            .ok_or_else(|| format!("variable {name} is not bound"))
     }
 
     fn load_module(&self, name: &str) -> polyffi::Result<Module> {
@@ -271,8 +307,13 @@ impl CaseRun {
 
     fn module_function(&self, spec: &Json, required: bool) -> Outcome<Option<Function>> {
         let m = self.resolve_module(&spec["module"])?;
-        let name = spec["function"].as_str().ok_or("module function without a name")?;
-        let query = spec.get("query_imports").and_then(Json::as_bool).unwrap_or(false);
+        let name = spec["function"]
+            .as_str()
+            .ok_or("module function without a name")?;
+        let query = spec
+            .get("query_imports")
+            .and_then(Json::as_bool)
+            .unwrap_or(false);
         let f = m.get_function(name, query).map_err(|e| e.to_string())?;
         if f.is_none() && required {
             return Err(format!("module has no function {name}"));
@@ -297,16 +338,18 @@ impl CaseRun {
             "dtype" => {
                 Value::DataType(DataType::parse(body.as_str().ok_or("bad dtype")?).map_err(err)?)
             }
-            "host" => {
-                Value::Function(make_host_function(body.as_str().ok_or("bad host")?, self.serial)?)
-            }
+            "host" => Value::Function(make_host_function(
+                body.as_str().ok_or("bad host")?,
+                self.serial,
+            )?),
             "global" => {
                 Value::Function(Function::global(body.as_str().ok_or("bad global")?).map_err(err)?)
             }
             "var" => self.var(body.as_str().ok_or("bad var")?)?.clone(),
-            "module" => {
-                Value::Module(self.load_module(body.as_str().ok_or("bad module")?).map_err(err)?)
-            }
+            "module" => Value::Module(
+                self.load_module(body.as_str().ok_or("bad module")?)
+                    .map_err(err)?,
+            ),
             "array" => {
                 let items = body
                     .as_array()
@@ -421,7 +464,8 @@ impl CaseRun {
                     self.var(body.as_str().unwrap_or(""))?
                 } else {
                     let i = body.as_u64().unwrap_or(u64::MAX) as usize;
-                    args.get(i).ok_or_else(|| format!("{path}: same_as_arg {i} out of range"))?
+                    args.get(i)
+                        .ok_or_else(|| format!("{path}: same_as_arg {i} out of range"))?
                 };
                 if actual.type_name() != want.type_name() {
                     return fail(&format!("type differs from {}", describe(want)));
@@ -438,7 +482,9 @@ impl CaseRun {
                 }
             }
             "array" => {
-                let Value::Array(a) = actual else { return fail("not an Array") };
+                let Value::Array(a) = actual else {
+                    return fail("not an Array");
+                };
                 let items = body.as_array().ok_or("bad array expectation")?;
                 let n = a.len().map_err(|e| e.to_string())?;
                 if n != items.len() {
@@ -450,7 +496,9 @@ impl CaseRun {
                 }
             }
             "map" => {
-                let Value::Map(m) = actual else { return fail("not a Map") };
+                let Value::Map(m) = actual else {
+                    return fail("not a Map");
+                };
                 let items = body.as_array().ok_or("bad map expectation")?;
                 let n = m.len().map_err(|e| e.to_string())?;
                 if n != items.len() {
@@ -466,7 +514,9 @@ impl CaseRun {
                 }
             }
             "ndarray" => {
-                let Value::NDArray(nd) = actual else { return fail("not an NDArray") };
+                let Value::NDArray(nd) = actual else {
+                    return fail("not an NDArray");
+                };
                 let (dtype, shape, bytes) = ndarray_bytes(body)?;
                 if nd.dtype() != dtype {
                     return fail("dtype differs");
@@ -518,9 +568,10 @@ impl CaseRun {
         match (result, step.get("expect_error")) {
             (Err(e), Some(spec)) => Self::expect_error(spec, &e),
             (Err(e), None) => Err(format!("call failed: {e:?}")),
-            (Ok(v), Some(spec)) => {
-                Err(format!("expected error {spec} but the call returned {}", describe(&v)))
-            }
+            (Ok(v), Some(spec)) => Err(format!(
+                "expected error {spec} but the call returned {}",
+                describe(&v)
+            )),
             (Ok(v), None) => {
                 if let Some(expect) = step.get("expect") {
                     self.expect(expect, &v, &args, "result")?;
@@ -548,7 +599,8 @@ impl CaseRun {
             self.run_call(step, Value::Function(f))
         } else if let Some(name) = s("let") {
             let v = self.build(&step["value"])?;
-            self.vars.insert(name.as_str().ok_or("bad let")?.to_owned(), v);
+            self.vars
+                .insert(name.as_str().ok_or("bad let")?.to_owned(), v);
             Ok(())
         } else if let Some(name) = s("release") {
             let name = name.as_str().ok_or("bad release")?;
@@ -680,7 +732,9 @@ fn run_case(case: &Json, lib_dir: PathBuf) -> Outcome {
     }
     match host_live(serial)? {
         0 => Ok(()),
-        n => Err(format!("after the case: {n} host callable(s) never finalized")),
+        n => Err(format!(
+            "after the case: {n} host callable(s) never finalized"
+        )),
     }
 }
 
@@ -702,8 +756,10 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    let cases: Vec<Json> =
-        files.iter().flat_map(|p| read_json(p)["cases"].as_array().cloned().unwrap()).collect();
+    let cases: Vec<Json> = files
+        .iter()
+        .flat_map(|p| read_json(p)["cases"].as_array().cloned().unwrap())
+        .collect();
     let caps = conformance.join("capabilities/rust.json");
     let unsupported: BTreeMap<String, String> = if caps.exists() {
         serde_json::from_value(read_json(&caps)["unsupported"].clone()).unwrap_or_default()
@@ -727,9 +783,12 @@ fn main() {
             Trial::test(id.clone(), move || {
                 let outcome = run_case(&case, lib_dir);
                 let (status, result) = match (outcome, reason) {
-                    (Ok(()), Some(r)) => {
-                        ("fail", Err(format!("{id} is listed as unsupported ({r}) but now passes")))
-                    }
+                    (Ok(()), Some(r)) => (
+                        "fail",
+                        Err(format!(
+                            "{id} is listed as unsupported ({r}) but now passes"
+                        )),
+                    ),
                     (Err(_), Some(_)) => ("skip", Ok(())),
                     (Ok(()), None) => ("pass", Ok(())),
                     (Err(e), None) => ("fail", Err(e)),

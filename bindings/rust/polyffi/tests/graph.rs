@@ -20,18 +20,26 @@ fn read_f32(name: &str) -> Vec<f32> {
 fn expected() -> Vec<usize> {
     let text = std::fs::read_to_string(model_dir().join("expected.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    json["predictions"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap() as usize).collect()
+    json["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap() as usize)
+        .collect()
 }
 
 fn argmax(row: &[f32]) -> usize {
-    row.iter().enumerate().fold(0, |best, (i, &x)| if x > row[best] { i } else { best })
+    row.iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > row[best] { i } else { best })
 }
 
 fn executor(graph: &str) -> GraphModule {
     let lib = Module::load(common::lib_path("digits_model")).unwrap();
     let json = std::fs::read_to_string(model_dir().join(graph)).unwrap();
     let g = GraphModule::create(&json, &lib, Device::cpu(0)).unwrap();
-    g.load_params(&std::fs::read(model_dir().join("params.bin")).unwrap()).unwrap();
+    g.load_params(&std::fs::read(model_dir().join("params.bin")).unwrap())
+        .unwrap();
     g
 }
 
@@ -53,7 +61,11 @@ fn batched_predictions_match_c_and_python() {
     let got: Vec<usize> = probs.chunks_exact(10).map(argmax).collect();
     assert_eq!(got, want);
     let expected_probs = read_f32("expected_probs.bin");
-    let worst = probs.iter().zip(&expected_probs).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    let worst = probs
+        .iter()
+        .zip(&expected_probs)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max);
     assert!(worst < 1e-5, "max |p - p_numpy| = {worst}");
 }
 

@@ -7,20 +7,53 @@ use polyffi::{Function, Module, Value};
 #[test]
 fn plugin_library_registers_globals_and_makes_modules() {
     let plugin = Module::load(common::lib_path("polyffi_test_plugin")).unwrap();
-    assert_eq!(Function::global("plugin.AddOne").unwrap().invoke::<i64, _>((41,)).unwrap(), 42);
-    assert_eq!(Function::global("plugin.SubOne").unwrap().invoke::<i64, _>((43,)).unwrap(), 42);
-    let m: Module = Function::global("plugin.make_module").unwrap().invoke((10,)).unwrap();
-    assert_eq!(m.function("add_y").unwrap().invoke::<i64, _>((5,)).unwrap(), 15);
-    assert_eq!(m.function("mul_y").unwrap().invoke::<i64, _>((5,)).unwrap(), 50);
+    assert_eq!(
+        Function::global("plugin.AddOne")
+            .unwrap()
+            .invoke::<i64, _>((41,))
+            .unwrap(),
+        42
+    );
+    assert_eq!(
+        Function::global("plugin.SubOne")
+            .unwrap()
+            .invoke::<i64, _>((43,))
+            .unwrap(),
+        42
+    );
+    let m: Module = Function::global("plugin.make_module")
+        .unwrap()
+        .invoke((10,))
+        .unwrap();
+    assert_eq!(
+        m.function("add_y").unwrap().invoke::<i64, _>((5,)).unwrap(),
+        15
+    );
+    assert_eq!(
+        m.function("mul_y").unwrap().invoke::<i64, _>((5,)).unwrap(),
+        50
+    );
     drop(plugin);
 }
 
 #[test]
 fn dso_module_functions_entry_and_imports() {
     let dso = Module::load(common::lib_path("polyffi_test_dso")).unwrap();
-    assert_eq!(dso.function("scale_i64").unwrap().invoke::<i64, _>((6, 7)).unwrap(), 42);
-    assert_eq!(dso.entry_func().unwrap().invoke::<i64, _>((2, 3)).unwrap(), 6);
-    assert!(dso.get_function("no_such_function", false).unwrap().is_none());
+    assert_eq!(
+        dso.function("scale_i64")
+            .unwrap()
+            .invoke::<i64, _>((6, 7))
+            .unwrap(),
+        42
+    );
+    assert_eq!(
+        dso.entry_func().unwrap().invoke::<i64, _>((2, 3)).unwrap(),
+        6
+    );
+    assert!(dso
+        .get_function("no_such_function", false)
+        .unwrap()
+        .is_none());
     let err = dso.function("no_such_function").unwrap_err();
     assert_eq!(err.kind(), "AttributeError");
     assert!(err.message().contains("no_such_function"));
@@ -45,7 +78,10 @@ fn dso_module_functions_entry_and_imports() {
 fn missing_file_is_a_value_error() {
     let err = Module::load("/nonexistent/libnothing.so").unwrap_err();
     assert_eq!(err.kind(), "ValueError");
-    assert!(err.message().contains("/nonexistent/libnothing.so"), "{err}");
+    assert!(
+        err.message().contains("/nonexistent/libnothing.so"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -54,16 +90,25 @@ fn non_library_file_is_an_error_with_the_loaders_text() {
     assert!(path.exists(), "{} missing", path.display());
     let err = Module::load(&path).unwrap_err();
     assert!(!err.message().is_empty());
-    assert!(format!("{err:?}").contains("libpolyffi_corrupt.so"), "{err:?}");
+    assert!(
+        format!("{err:?}").contains("libpolyffi_corrupt.so"),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn nul_bytes_in_names_are_value_errors() {
     common::testing();
-    assert_eq!(Function::global("testing.\0echo").unwrap_err().kind(), "ValueError");
+    assert_eq!(
+        Function::global("testing.\0echo").unwrap_err().kind(),
+        "ValueError"
+    );
     assert!(Function::get_global("testing.\0echo").is_none());
     assert_eq!(Module::load("a\0b.so").unwrap_err().kind(), "ValueError");
-    assert_eq!(polyffi::remove_global("x\0y").unwrap_err().kind(), "ValueError");
+    assert_eq!(
+        polyffi::remove_global("x\0y").unwrap_err().kind(),
+        "ValueError"
+    );
 }
 
 #[test]
@@ -72,7 +117,9 @@ fn strings_with_nul_round_trip() {
     for s in ["a\0b", "\0", "\0\0\0", "x\0é🎉"] {
         assert_eq!(echo.invoke::<String, _>((s,)).unwrap(), s);
     }
-    let rev: Vec<u8> = common::global("testing.bytes_reverse").invoke((&b"a\0b\xff"[..],)).unwrap();
+    let rev: Vec<u8> = common::global("testing.bytes_reverse")
+        .invoke((&b"a\0b\xff"[..],))
+        .unwrap();
     assert_eq!(rev, b"\xffb\0a");
 }
 
@@ -82,10 +129,18 @@ fn int64_extremes_and_overflow() {
     for x in [i64::MIN, i64::MAX, 0, -1] {
         assert_eq!(echo.invoke::<i64, _>((x,)).unwrap(), x);
     }
-    let err = common::global("testing.add").invoke::<i64, _>((i64::MAX, 1)).unwrap_err();
+    let err = common::global("testing.add")
+        .invoke::<i64, _>((i64::MAX, 1))
+        .unwrap_err();
     assert!(!err.kind().is_empty(), "overflow is reported: {err}");
-    assert_eq!(Value::try_from(1u64 << 63).unwrap_err().kind(), "OverflowError");
-    assert_eq!(i32::try_from(Value::Int(i64::MAX)).unwrap_err().kind(), "OverflowError");
+    assert_eq!(
+        Value::try_from(1u64 << 63).unwrap_err().kind(),
+        "OverflowError"
+    );
+    assert_eq!(
+        i32::try_from(Value::Int(i64::MAX)).unwrap_err().kind(),
+        "OverflowError"
+    );
 }
 
 #[test]
@@ -93,10 +148,17 @@ fn wrong_argument_types_and_arity() {
     let add = common::global("testing.add");
     let err = add.invoke::<i64, _>((1.5, 2)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
-    assert!(err.message().contains("argument 0 expected int but got float"), "{err}");
+    assert!(
+        err.message()
+            .contains("argument 0 expected int but got float"),
+        "{err}"
+    );
     let err = add.invoke::<i64, _>(("x", 2)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     let err = add.invoke::<i64, _>((1,)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
-    assert!(err.message().contains("expected 2 arguments but got 1"), "{err}");
+    assert!(
+        err.message().contains("expected 2 arguments but got 1"),
+        "{err}"
+    );
 }

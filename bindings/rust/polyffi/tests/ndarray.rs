@@ -12,7 +12,10 @@ fn from_slice_shape_dtype_and_data() {
     assert_eq!(a.dtype(), DataType::FLOAT32);
     assert_eq!(a.dtype().to_string(), "float32");
     assert_eq!(a.device(), Device::cpu(0));
-    assert_eq!(a.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        a.as_slice::<f32>().unwrap(),
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
     let total: f64 = common::global("testing.nd_sum").invoke((&a,)).unwrap();
     assert_eq!(total, 21.0);
     assert_eq!(a.as_slice::<i32>().unwrap_err().kind(), "TypeError");
@@ -44,15 +47,23 @@ fn ndarray_views_pass_to_c_without_copying() {
     let mut output = ArrayD::<f32>::zeros(IxDyn(&[2, 3]));
     let data_ptr = common::global("testing.nd_data_ptr");
     let seen: i64 = data_ptr.invoke((&input.view(),)).unwrap();
-    assert_eq!(seen as usize, input.as_ptr() as usize, "C saw the same data pointer");
+    assert_eq!(
+        seen as usize,
+        input.as_ptr() as usize,
+        "C saw the same data pointer"
+    );
     // C writes into the Rust-owned buffer through the mutable view.
     common::global("testing.nd_add_one")
         .invoke::<(), _>((&input.view(), &output.view_mut()))
         .unwrap();
     assert_eq!(output.as_slice().unwrap(), &[1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
     // An echoed view comes back as a borrowed NDArray over the same memory.
-    let back: Value = common::global("testing.echo").invoke((&input.view(),)).unwrap();
-    let Value::NDArray(nd) = back else { panic!("echo returned {back:?}") };
+    let back: Value = common::global("testing.echo")
+        .invoke((&input.view(),))
+        .unwrap();
+    let Value::NDArray(nd) = back else {
+        panic!("echo returned {back:?}")
+    };
     assert!(!nd.is_owned());
     assert_eq!(nd.data_ptr() as usize, input.as_ptr() as usize);
     assert_eq!(nd.shape(), &[2, 3]);

@@ -55,7 +55,9 @@ fn closure_called_from_a_native_thread() {
         Ok(Value::Int(i64::try_from(args[0].clone())? + 100))
     })
     .unwrap();
-    let r: i64 = common::global("testing.call_on_thread").invoke((&f, 5)).unwrap();
+    let r: i64 = common::global("testing.call_on_thread")
+        .invoke((&f, 5))
+        .unwrap();
     assert_eq!(r, 105);
     let ran_on = seen.lock().unwrap().expect("closure ran");
     assert_ne!(ran_on, main, "the closure ran on the fixture's own thread");
@@ -67,7 +69,9 @@ fn panic_on_a_native_thread_is_an_error() {
         panic!("boom on a C thread")
     })
     .unwrap();
-    let err = common::global("testing.call_on_thread").invoke::<Value, _>((&f,)).unwrap_err();
+    let err = common::global("testing.call_on_thread")
+        .invoke::<Value, _>((&f,))
+        .unwrap_err();
     assert_eq!(err.kind(), "RustPanic");
     assert_eq!(err.message(), "boom on a C thread");
 }
@@ -86,15 +90,22 @@ fn closure_dropped_on_a_native_thread() {
     }
     let drops = Arc::new(AtomicUsize::new(0));
     let dropped_on: Arc<Mutex<Option<ThreadId>>> = Arc::default();
-    let probe = Probe { drops: drops.clone(), dropped_on: dropped_on.clone() };
+    let probe = Probe {
+        drops: drops.clone(),
+        dropped_on: dropped_on.clone(),
+    };
     let f = Function::from_closure(move |_: &[Value]| {
         let _p = &probe;
         Ok(Value::Null)
     })
     .unwrap();
-    common::global("testing.release_on_thread").invoke::<(), _>((&f,)).unwrap();
+    common::global("testing.release_on_thread")
+        .invoke::<(), _>((&f,))
+        .unwrap();
     drop(f); // the fixture's thread now holds the last reference and drops it
-    common::global("testing.join_release_threads").call(&[]).unwrap();
+    common::global("testing.join_release_threads")
+        .call(&[])
+        .unwrap();
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     let on = dropped_on.lock().unwrap().expect("finalizer ran");
     assert_ne!(on, thread::current().id());
