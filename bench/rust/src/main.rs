@@ -60,10 +60,10 @@ fn handles() -> Handles {
         call_n: g("testing.call_n"),
         add_one,
     };
-    assert_eq!(h.add3.invoke::<i64, _>((1, 2, 3)).unwrap(), 6);
-    assert_eq!(h.echo.invoke::<String, _>((STR16,)).unwrap(), STR16);
+    assert_eq!(h.add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
+    assert_eq!(h.echo.invoke::<String>((STR16,)).unwrap(), STR16);
     assert_eq!(
-        h.call_n.invoke::<i64, _>((&h.add_one, 4)).unwrap(),
+        h.call_n.invoke::<i64>((&h.add_one, 4)).unwrap(),
         1 + 2 + 3 + 4
     );
     h
@@ -72,30 +72,22 @@ fn handles() -> Handles {
 /// One body per case name, for the timed table and for `--case` (callgrind).
 fn run_case(h: &Handles, name: &str, n: u64) -> bool {
     match name {
-        "nop/rust_typed" => (0..n).for_each(|_| h.nop.invoke::<(), _>(()).unwrap()),
+        "nop/rust_typed" => (0..n).for_each(|_| h.nop.invoke::<()>(()).unwrap()),
         "add3/rust_typed" => (0..n).for_each(|_| {
-            black_box(
-                h.add3
-                    .invoke::<i64, _>((black_box(1i64), 2i64, 3i64))
-                    .unwrap(),
-            );
+            black_box(h.add3.invoke::<i64>((black_box(1i64), 2i64, 3i64)).unwrap());
         }),
         "add3/rust_generic" => (0..n).for_each(|_| {
             let args = [Value::Int(black_box(1)), Value::Int(2), Value::Int(3)];
             black_box(h.add3.call(&args).unwrap());
         }),
         "str16/rust_typed" => (0..n).for_each(|_| {
-            black_box(h.echo.invoke::<String, _>((black_box(STR16),)).unwrap());
+            black_box(h.echo.invoke::<String>((black_box(STR16),)).unwrap());
         }),
         "callback/rust_typed" => (0..n).for_each(|_| {
-            black_box(h.call_n.invoke::<i64, _>((&h.add_one, CALL_N)).unwrap());
+            black_box(h.call_n.invoke::<i64>((&h.add_one, CALL_N)).unwrap());
         }),
         "callback/rust_from_typed" => (0..n).for_each(|_| {
-            black_box(
-                h.call_n
-                    .invoke::<i64, _>((&h.add_one_typed, CALL_N))
-                    .unwrap(),
-            );
+            black_box(h.call_n.invoke::<i64>((&h.add_one_typed, CALL_N)).unwrap());
         }),
         "lookup/rust_typed" => (0..n).for_each(|_| {
             black_box(Function::get_global("testing.add3").unwrap());
@@ -302,11 +294,7 @@ fn soak(h: &Handles) {
     let mut checkpoints = Vec::new();
     for chunk in 1..=10 {
         for _ in 0..1_000_000 {
-            black_box(
-                h.add3
-                    .invoke::<i64, _>((black_box(1i64), 2i64, 3i64))
-                    .unwrap(),
-            );
+            black_box(h.add3.invoke::<i64>((black_box(1i64), 2i64, 3i64)).unwrap());
         }
         checkpoints.push(rss_kib());
         if chunk % 5 == 0 {

@@ -67,11 +67,11 @@ impl Function {
         with_packed_slice(args, |values, codes| self.call_raw(values, codes))?
     }
 
-    /// Typed call: `f.invoke::<i64, _>((1, 2, 3))`. Arguments are a tuple of up to 8 values
+    /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values
     /// implementing [`ToArg`](crate::ToArg), packed on the stack; scalar arguments and scalar
     /// results never allocate.
     #[inline]
-    pub fn invoke<R: FromRet, A: IntoArgs>(&self, args: A) -> Result<R> {
+    pub fn invoke<R: FromRet>(&self, args: impl IntoArgs) -> Result<R> {
         args.with_packed(|values, codes| self.call_raw_typed::<R>(values, codes))?
     }
 

@@ -72,9 +72,7 @@ impl GraphModule {
     }
 
     pub fn get_num_outputs(&self) -> Result<usize> {
-        self.get_num_outputs
-            .invoke::<i64, _>(())
-            .map(|n| n as usize)
+        self.get_num_outputs.invoke::<i64>(()).map(|n| n as usize)
     }
 
     pub fn get_input_index(&self, name: &str) -> Result<i64> {

@@ -6,12 +6,12 @@
 //! fn main() -> polyffi::Result<()> {
 //!     Module::load("build/lib/libpolyffi_testing.so")?;          // registers testing.*
 //!     let add3 = Function::global("testing.add3")?;
-//!     assert_eq!(add3.invoke::<i64, _>((1, 2, 3))?, 6);          // typed, no allocation
+//!     assert_eq!(add3.invoke::<i64>((1, 2, 3))?, 6);          // typed, no allocation
 //!     let twice = Function::from_closure(|args: &[Value]| {
 //!         Ok(Value::Int(2 * i64::try_from(args[0].clone())?))
 //!     })?;
 //!     let apply = Function::global("testing.apply")?;
-//!     assert_eq!(apply.invoke::<i64, _>((&twice, 21))?, 42);    // C calls the closure
+//!     assert_eq!(apply.invoke::<i64>((&twice, 21))?, 42);    // C calls the closure
 //!     Ok(())
 //! }
 //! ```

@@ -336,7 +336,7 @@ impl Clone for NDArray {
         // runtime.NDArrayObjectHandle gives the object around an owned array as a borrowed
         // pointer; one more reference to it is released later through TVMArrayFree.
         let object =
-            core_global!("runtime.NDArrayObjectHandle").and_then(|f| f.invoke::<Value, _>((self,)));
+            core_global!("runtime.NDArrayObjectHandle").and_then(|f| f.invoke::<Value>((self,)));
         match object {
             Ok(Value::OpaqueHandle(p)) => {
                 // SAFETY: p is the live object that owns this array.

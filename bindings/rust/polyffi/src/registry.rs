@@ -136,14 +136,14 @@ impl Module {
 
     /// The module's type key (`"library"`, `"GraphExecutor"`, ...).
     pub fn type_key(&self) -> Result<String> {
-        core_global!("runtime.ModuleGetTypeKey")?.invoke::<String, _>((self,))
+        core_global!("runtime.ModuleGetTypeKey")?.invoke::<String>((self,))
     }
 
     /// The modules this one imports.
     pub fn imports(&self) -> Result<Vec<Module>> {
         let n: i64 = core_global!("runtime.ModuleImportsSize")?.invoke((self,))?;
         let get = core_global!("runtime.ModuleGetImport")?;
-        (0..n).map(|i| get.invoke::<Module, _>((self, i))).collect()
+        (0..n).map(|i| get.invoke::<Module>((self, i))).collect()
     }
 }
 

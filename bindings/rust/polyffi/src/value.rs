@@ -350,7 +350,7 @@ impl Array {
     }
     pub fn len(&self) -> Result<usize> {
         core_global!("runtime.ArraySize")?
-            .invoke::<i64, _>((self,))
+            .invoke::<i64>((self,))
             .map(|n| n as usize)
     }
     pub fn is_empty(&self) -> Result<bool> {
@@ -358,7 +358,7 @@ impl Array {
     }
     /// Item `i`; IndexError when out of range.
     pub fn get(&self, i: usize) -> Result<Value> {
-        core_global!("runtime.ArrayGetItem")?.invoke::<Value, _>((self, i as i64))
+        core_global!("runtime.ArrayGetItem")?.invoke::<Value>((self, i as i64))
     }
     /// All items, in order.
     pub fn to_vec(&self) -> Result<Vec<Value>> {
@@ -391,7 +391,7 @@ impl Map {
     }
     pub fn len(&self) -> Result<usize> {
         core_global!("runtime.MapSize")?
-            .invoke::<i64, _>((self,))
+            .invoke::<i64>((self,))
             .map(|n| n as usize)
     }
     pub fn is_empty(&self) -> Result<bool> {
@@ -399,16 +399,16 @@ impl Map {
     }
     /// The value under `key`; KeyError when absent.
     pub fn get<K: ToArg>(&self, key: K) -> Result<Value> {
-        core_global!("runtime.MapGetItem")?.invoke::<Value, _>((self, key))
+        core_global!("runtime.MapGetItem")?.invoke::<Value>((self, key))
     }
     pub fn contains<K: ToArg>(&self, key: K) -> Result<bool> {
         core_global!("runtime.MapCount")?
-            .invoke::<i64, _>((self, key))
+            .invoke::<i64>((self, key))
             .map(|n| n != 0)
     }
     /// `(key, value)` pairs in insertion order.
     pub fn items(&self) -> Result<Vec<(Value, Value)>> {
-        let flat = match core_global!("runtime.MapItems")?.invoke::<Value, _>((self,))? {
+        let flat = match core_global!("runtime.MapItems")?.invoke::<Value>((self,))? {
             Value::Array(a) => a.to_vec()?,
             other => {
                 return Err(Error::type_error(format!(
@@ -568,7 +568,7 @@ fn object_value(obj: Object) -> Result<Value> {
     let known = known_types();
     if Some(index) == known.string {
         let f = core_global!("runtime.StringBytes")?;
-        return match f.invoke::<Value, _>((&obj,))? {
+        return match f.invoke::<Value>((&obj,))? {
             Value::Bytes(b) => Ok(match String::from_utf8(b) {
                 Ok(s) => Value::Str(s),
                 Err(e) => Value::Bytes(e.into_bytes()),
@@ -744,7 +744,7 @@ impl StrHolder {
     fn new(s: &[u8]) -> Result<StrHolder> {
         if s.contains(&0) {
             let f = core_global!("runtime.String")?;
-            return f.invoke::<Object, _>((s,)).map(StrHolder::Object);
+            return f.invoke::<Object>((s,)).map(StrHolder::Object);
         }
         if s.len() < 64 {
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];

@@ -27,7 +27,7 @@ fn runtime_version_matches_the_headers() {
 #[test]
 fn typed_invoke_and_generic_call_agree() {
     let add3 = common::global("testing.add3");
-    assert_eq!(add3.invoke::<i64, _>((1, 2, 3)).unwrap(), 6);
+    assert_eq!(add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
     assert_eq!(
         add3.call(&[1.into(), 2.into(), 3.into()]).unwrap(),
         Value::Int(6)
@@ -38,10 +38,7 @@ fn typed_invoke_and_generic_call_agree() {
     // Long strings take the heap path of the argument packer.
     let long = "x".repeat(1000);
     assert_eq!(
-        concat
-            .invoke::<String, _>((long.as_str(), "!"))
-            .unwrap()
-            .len(),
+        concat.invoke::<String>((long.as_str(), "!")).unwrap().len(),
         1001
     );
 }
@@ -60,7 +57,7 @@ fn import_api_wraps_globals() {
 #[test]
 fn wrong_result_type_is_a_type_error() {
     let add3 = common::global("testing.add3");
-    let err = add3.invoke::<String, _>((1, 2, 3)).unwrap_err();
+    let err = add3.invoke::<String>((1, 2, 3)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert!(err.message().contains("expected str but got int"), "{err}");
 }
@@ -98,12 +95,12 @@ fn closure_err_keeps_its_kind() {
     let apply = common::global("testing.apply");
     let f = Function::from_closure(|_: &[Value]| Err(Error::new("KeyError", "no such key 'k'")))
         .unwrap();
-    let err = apply.invoke::<Value, _>((&f,)).unwrap_err();
+    let err = apply.invoke::<Value>((&f,)).unwrap_err();
     assert_eq!(err.kind(), "KeyError");
     assert_eq!(err.message(), "no such key 'k'");
     let custom = Function::from_closure(|_: &[Value]| Err(Error::new("my.Custom", "x"))).unwrap();
     assert_eq!(
-        apply.invoke::<Value, _>((&custom,)).unwrap_err().kind(),
+        apply.invoke::<Value>((&custom,)).unwrap_err().kind(),
         "my.Custom"
     );
 }
@@ -118,11 +115,11 @@ fn panic_in_closure_becomes_rust_panic_error() {
         Ok(args[0].clone())
     })
     .unwrap();
-    let err = apply.invoke::<Value, _>((&f,)).unwrap_err();
+    let err = apply.invoke::<Value>((&f,)).unwrap_err();
     assert_eq!(err.kind(), "RustPanic");
     assert_eq!(err.message(), "closure exploded");
     // The function still works after the panic, and C code sees the error text as well.
-    assert_eq!(apply.invoke::<i64, _>((&f, 5)).unwrap(), 5);
+    assert_eq!(apply.invoke::<i64>((&f, 5)).unwrap(), 5);
     let caught: String = common::global("testing.call_and_catch")
         .invoke((&f,))
         .unwrap();
@@ -178,9 +175,9 @@ fn clone_retains_and_drop_releases() {
     let f = Function::from_closure(|_: &[Value]| Ok(Value::Null)).unwrap();
     let base: i64 = count.invoke((&f,)).unwrap();
     let g = f.clone();
-    assert_eq!(count.invoke::<i64, _>((&f,)).unwrap(), base + 1);
+    assert_eq!(count.invoke::<i64>((&f,)).unwrap(), base + 1);
     drop(g);
-    assert_eq!(count.invoke::<i64, _>((&f,)).unwrap(), base);
+    assert_eq!(count.invoke::<i64>((&f,)).unwrap(), base);
 }
 
 #[test]
@@ -226,10 +223,7 @@ fn register_list_and_remove_globals() {
         .iter()
         .any(|n| n == name));
     assert_eq!(
-        Function::global(name)
-            .unwrap()
-            .invoke::<i64, _>((7,))
-            .unwrap(),
+        Function::global(name).unwrap().invoke::<i64>((7,)).unwrap(),
         21
     );
     let err = f.register_global(name, false).unwrap_err();
@@ -271,19 +265,16 @@ fn containers() {
 fn typed_closures_unpack_their_arguments() {
     let apply = common::global("testing.apply");
     let add = Function::from_typed(|x: i64, y: f64| Ok(x as f64 + y)).unwrap();
-    assert_eq!(apply.invoke::<f64, _>((&add, 2, 0.5)).unwrap(), 2.5);
+    assert_eq!(apply.invoke::<f64>((&add, 2, 0.5)).unwrap(), 2.5);
     let greet = Function::from_typed(|name: String| Ok(format!("hi {name}"))).unwrap();
-    assert_eq!(
-        apply.invoke::<String, _>((&greet, "a\0b")).unwrap(),
-        "hi a\0b"
-    );
+    assert_eq!(apply.invoke::<String>((&greet, "a\0b")).unwrap(), "hi a\0b");
     let none = Function::from_typed(|| Ok(())).unwrap();
-    assert_eq!(apply.invoke::<Value, _>((&none,)).unwrap(), Value::Null);
+    assert_eq!(apply.invoke::<Value>((&none,)).unwrap(), Value::Null);
 
-    let err = apply.invoke::<f64, _>((&add, 1)).unwrap_err();
+    let err = apply.invoke::<f64>((&add, 1)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert_eq!(err.message(), "expected 2 arguments but got 1");
-    let err = apply.invoke::<f64, _>((&add, "x", 1.0)).unwrap_err();
+    let err = apply.invoke::<f64>((&add, "x", 1.0)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert_eq!(err.message(), "argument 0 expected int but got str");
 
@@ -295,10 +286,10 @@ fn typed_closures_unpack_their_arguments() {
     })
     .unwrap();
     assert_eq!(
-        apply.invoke::<i64, _>((&fails, -1)).unwrap_err().kind(),
+        apply.invoke::<i64>((&fails, -1)).unwrap_err().kind(),
         "ValueError"
     );
-    let err = apply.invoke::<i64, _>((&fails, 3)).unwrap_err();
+    let err = apply.invoke::<i64>((&fails, 3)).unwrap_err();
     assert_eq!((err.kind(), err.message()), ("RustPanic", "typed panic 3"));
     // C calls the typed closure a thousand times.
     let inc = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();

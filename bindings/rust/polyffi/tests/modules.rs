@@ -10,14 +10,14 @@ fn plugin_library_registers_globals_and_makes_modules() {
     assert_eq!(
         Function::global("plugin.AddOne")
             .unwrap()
-            .invoke::<i64, _>((41,))
+            .invoke::<i64>((41,))
             .unwrap(),
         42
     );
     assert_eq!(
         Function::global("plugin.SubOne")
             .unwrap()
-            .invoke::<i64, _>((43,))
+            .invoke::<i64>((43,))
             .unwrap(),
         42
     );
@@ -26,11 +26,11 @@ fn plugin_library_registers_globals_and_makes_modules() {
         .invoke((10,))
         .unwrap();
     assert_eq!(
-        m.function("add_y").unwrap().invoke::<i64, _>((5,)).unwrap(),
+        m.function("add_y").unwrap().invoke::<i64>((5,)).unwrap(),
         15
     );
     assert_eq!(
-        m.function("mul_y").unwrap().invoke::<i64, _>((5,)).unwrap(),
+        m.function("mul_y").unwrap().invoke::<i64>((5,)).unwrap(),
         50
     );
     drop(plugin);
@@ -42,14 +42,11 @@ fn dso_module_functions_entry_and_imports() {
     assert_eq!(
         dso.function("scale_i64")
             .unwrap()
-            .invoke::<i64, _>((6, 7))
+            .invoke::<i64>((6, 7))
             .unwrap(),
         42
     );
-    assert_eq!(
-        dso.entry_func().unwrap().invoke::<i64, _>((2, 3)).unwrap(),
-        6
-    );
+    assert_eq!(dso.entry_func().unwrap().invoke::<i64>((2, 3)).unwrap(), 6);
     assert!(dso
         .get_function("no_such_function", false)
         .unwrap()
@@ -115,7 +112,7 @@ fn nul_bytes_in_names_are_value_errors() {
 fn strings_with_nul_round_trip() {
     let echo = common::global("testing.echo");
     for s in ["a\0b", "\0", "\0\0\0", "x\0é🎉"] {
-        assert_eq!(echo.invoke::<String, _>((s,)).unwrap(), s);
+        assert_eq!(echo.invoke::<String>((s,)).unwrap(), s);
     }
     let rev: Vec<u8> = common::global("testing.bytes_reverse")
         .invoke((&b"a\0b\xff"[..],))
@@ -127,10 +124,10 @@ fn strings_with_nul_round_trip() {
 fn int64_extremes_and_overflow() {
     let echo = common::global("testing.echo");
     for x in [i64::MIN, i64::MAX, 0, -1] {
-        assert_eq!(echo.invoke::<i64, _>((x,)).unwrap(), x);
+        assert_eq!(echo.invoke::<i64>((x,)).unwrap(), x);
     }
     let err = common::global("testing.add")
-        .invoke::<i64, _>((i64::MAX, 1))
+        .invoke::<i64>((i64::MAX, 1))
         .unwrap_err();
     assert!(!err.kind().is_empty(), "overflow is reported: {err}");
     assert_eq!(
@@ -146,16 +143,16 @@ fn int64_extremes_and_overflow() {
 #[test]
 fn wrong_argument_types_and_arity() {
     let add = common::global("testing.add");
-    let err = add.invoke::<i64, _>((1.5, 2)).unwrap_err();
+    let err = add.invoke::<i64>((1.5, 2)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert!(
         err.message()
             .contains("argument 0 expected int but got float"),
         "{err}"
     );
-    let err = add.invoke::<i64, _>(("x", 2)).unwrap_err();
+    let err = add.invoke::<i64>(("x", 2)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
-    let err = add.invoke::<i64, _>((1,)).unwrap_err();
+    let err = add.invoke::<i64>((1,)).unwrap_err();
     assert_eq!(err.kind(), "TypeError");
     assert!(
         err.message().contains("expected 2 arguments but got 1"),

@@ -54,7 +54,7 @@ fn ndarray_views_pass_to_c_without_copying() {
     );
     // C writes into the Rust-owned buffer through the mutable view.
     common::global("testing.nd_add_one")
-        .invoke::<(), _>((&input.view(), &output.view_mut()))
+        .invoke::<()>((&input.view(), &output.view_mut()))
         .unwrap();
     assert_eq!(output.as_slice().unwrap(), &[1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
     // An echoed view comes back as a borrowed NDArray over the same memory.
@@ -73,15 +73,15 @@ fn ndarray_views_pass_to_c_without_copying() {
 fn strided_views_carry_their_strides() {
     let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
     let nd_sum = common::global("testing.nd_sum");
-    assert_eq!(nd_sum.invoke::<f64, _>((&a.view(),)).unwrap(), 21.0);
+    assert_eq!(nd_sum.invoke::<f64>((&a.view(),)).unwrap(), 21.0);
     // A column-major view passes its strides (3, 1 -> 1, 3): the fixture reads compact data
     // only and refuses it, instead of reading it as if it were row-major.
     let t = a.view().reversed_axes();
-    let err = nd_sum.invoke::<f64, _>((&t,)).unwrap_err();
+    let err = nd_sum.invoke::<f64>((&t,)).unwrap_err();
     assert_eq!(err.kind(), "ValueError", "{err}");
     // A column view with a size-1 axis is compact whatever its stride says.
     let col = a.slice(ndarray::s![0..1, ..]).into_dyn();
-    assert_eq!(nd_sum.invoke::<f64, _>((&col,)).unwrap(), 6.0);
+    assert_eq!(nd_sum.invoke::<f64>((&col,)).unwrap(), 6.0);
 }
 
 #[test]

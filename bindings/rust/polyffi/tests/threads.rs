@@ -35,10 +35,10 @@ fn eight_threads_share_functions_and_one_closure() {
             let (add3, closure, call_n) = (&add3, closure.clone(), &call_n);
             s.spawn(move || {
                 for i in 0..2000 {
-                    assert_eq!(add3.invoke::<i64, _>((t, i, 1)).unwrap(), t + i + 1);
+                    assert_eq!(add3.invoke::<i64>((t, i, 1)).unwrap(), t + i + 1);
                 }
                 // sum of 2*i for i < 100 = 9900
-                assert_eq!(call_n.invoke::<i64, _>((&closure, 100)).unwrap(), 9900);
+                assert_eq!(call_n.invoke::<i64>((&closure, 100)).unwrap(), 9900);
             });
         }
     });
@@ -70,7 +70,7 @@ fn panic_on_a_native_thread_is_an_error() {
     })
     .unwrap();
     let err = common::global("testing.call_on_thread")
-        .invoke::<Value, _>((&f,))
+        .invoke::<Value>((&f,))
         .unwrap_err();
     assert_eq!(err.kind(), "RustPanic");
     assert_eq!(err.message(), "boom on a C thread");
@@ -100,7 +100,7 @@ fn closure_dropped_on_a_native_thread() {
     })
     .unwrap();
     common::global("testing.release_on_thread")
-        .invoke::<(), _>((&f,))
+        .invoke::<()>((&f,))
         .unwrap();
     drop(f); // the fixture's thread now holds the last reference and drops it
     common::global("testing.join_release_threads")
