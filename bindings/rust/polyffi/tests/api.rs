@@ -107,23 +107,24 @@ fn closure_err_keeps_its_kind() {
 
 #[test]
 fn panic_in_closure_becomes_rust_panic_error() {
+    common::quiet_intended_panics();
     let apply = common::global("testing.apply");
     let f = Function::from_closure(|args: &[Value]| {
         if args.is_empty() {
-            panic!("closure exploded");
+            panic!("[intended] closure exploded");
         }
         Ok(args[0].clone())
     })
     .unwrap();
     let err = apply.invoke::<Value>((&f,)).unwrap_err();
     assert_eq!(err.kind(), "RustPanic");
-    assert_eq!(err.message(), "closure exploded");
+    assert_eq!(err.message(), "[intended] closure exploded");
     // The function still works after the panic, and C code sees the error text as well.
     assert_eq!(apply.invoke::<i64>((&f, 5)).unwrap(), 5);
     let caught: String = common::global("testing.call_and_catch")
         .invoke((&f,))
         .unwrap();
-    assert_eq!(caught, "RustPanic: closure exploded");
+    assert_eq!(caught, "RustPanic: [intended] closure exploded");
 }
 
 #[test]
@@ -263,6 +264,7 @@ fn containers() {
 
 #[test]
 fn typed_closures_unpack_their_arguments() {
+    common::quiet_intended_panics();
     let apply = common::global("testing.apply");
     let add = Function::from_typed(|x: i64, y: f64| Ok(x as f64 + y)).unwrap();
     assert_eq!(apply.invoke::<f64>((&add, 2, 0.5)).unwrap(), 2.5);
@@ -282,7 +284,7 @@ fn typed_closures_unpack_their_arguments() {
         if x < 0 {
             return Err(Error::new("ValueError", "negative"));
         }
-        panic!("typed panic {x}")
+        panic!("[intended] typed panic {x}")
     })
     .unwrap();
     assert_eq!(
@@ -290,7 +292,10 @@ fn typed_closures_unpack_their_arguments() {
         "ValueError"
     );
     let err = apply.invoke::<i64>((&fails, 3)).unwrap_err();
-    assert_eq!((err.kind(), err.message()), ("RustPanic", "typed panic 3"));
+    assert_eq!(
+        (err.kind(), err.message()),
+        ("RustPanic", "[intended] typed panic 3")
+    );
     // C calls the typed closure a thousand times.
     let inc = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
     let total: i64 = common::global("testing.call_n")

@@ -65,15 +65,16 @@ fn closure_called_from_a_native_thread() {
 
 #[test]
 fn panic_on_a_native_thread_is_an_error() {
+    common::quiet_intended_panics();
     let f = Function::from_closure(|_: &[Value]| -> polyffi::Result<Value> {
-        panic!("boom on a C thread")
+        panic!("[intended] boom on a C thread")
     })
     .unwrap();
     let err = common::global("testing.call_on_thread")
         .invoke::<Value>((&f,))
         .unwrap_err();
     assert_eq!(err.kind(), "RustPanic");
-    assert_eq!(err.message(), "boom on a C thread");
+    assert_eq!(err.message(), "[intended] boom on a C thread");
 }
 
 #[test]
