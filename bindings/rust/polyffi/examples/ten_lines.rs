@@ -2,7 +2,7 @@
 use polyffi::{Function, Module, Value};
 
 fn main() -> polyffi::Result<()> {
-    let lib = std::env::var("POLYFFI_LIB_DIR").unwrap_or_else(|_| "build/lib".into());
+    let lib = std::env::var("POLYFFI_LIB_DIR").unwrap_or(env!("POLYFFI_BUILD_LIB_DIR").into());
     Module::load(format!("{lib}/libpolyffi_testing.so"))?; // registers testing.*
     let add3 = Function::global("testing.add3")?;
     println!("add3(1, 2, 3) = {}", add3.invoke::<i64>((1, 2, 3))?);
