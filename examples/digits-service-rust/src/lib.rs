@@ -81,11 +81,11 @@ impl Model {
         for row in rows {
             let input = ndarray::ArrayView::from_shape((1, FEATURES), row.as_slice())
                 .map_err(|e| polyffi::Error::new("ValueError", e.to_string()))?;
-            g.set_input(0usize, &input)?; // zero-copy view in; the executor copies it
+            g.set_input(0usize, input)?; // zero-copy view in; the executor copies it
             g.run()?;
-            let mut view = ndarray::ArrayViewMut::from_shape((1, CLASSES), &mut probs[..])
+            let view = ndarray::ArrayViewMut::from_shape((1, CLASSES), &mut probs[..])
                 .map_err(|e| polyffi::Error::new("ValueError", e.to_string()))?;
-            g.get_output_into(0, &view.view_mut())?;
+            g.get_output_into(0, view)?; // written in place through the mutable view
             out.push(probs);
         }
         Ok(out)

@@ -11,7 +11,10 @@ use polyffi_sys as sys;
 use crate::errors::{check_call, Error, Result};
 use crate::value::{core_global, DataType, Device, Value, DLTENSOR, NDARRAY};
 
-/// Element types with a DLPack dtype. # Safety: `DTYPE` must describe `Self`'s memory exactly.
+/// Element types with a DLPack dtype.
+///
+/// # Safety
+/// `DTYPE` must describe `Self`'s memory exactly.
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     const DTYPE: DataType;
 }

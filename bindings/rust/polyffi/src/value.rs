@@ -236,7 +236,10 @@ unsafe impl Send for Object {}
 unsafe impl Sync for Object {}
 
 impl Object {
-    /// Takes over an owned object reference. # Safety: `handle` is an owned object handle.
+    /// Takes over an owned object reference.
+    ///
+    /// # Safety
+    /// `handle` must be an owned reference to a runtime object.
     pub unsafe fn from_raw(handle: NonNull<c_void>) -> Self {
         Object { handle }
     }

@@ -77,9 +77,9 @@ fn batch_one_with_ndarray_views_zero_copy() {
     let mut out = ArrayD::<f32>::zeros(IxDyn(&[1, 10]));
     for (i, row) in x.chunks_exact(64).enumerate() {
         let input = ndarray::ArrayView::from_shape(IxDyn(&[1, 64]), row).unwrap();
-        g.set_input(0usize, &input).unwrap();
+        g.set_input(0usize, input).unwrap();
         g.run().unwrap();
-        g.get_output_into(0, &out.view_mut()).unwrap();
+        g.get_output_into(0, out.view_mut()).unwrap();
         assert_eq!(argmax(out.as_slice().unwrap()), want[i], "sample {i}");
     }
 }
