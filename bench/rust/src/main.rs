@@ -3,11 +3,14 @@
 //!   - the C ABI called from C: build/bin/bench_calls' polyffi_c rows (run as a subprocess),
 //!   - apache tvm-ffi's own Rust crate doing the same work (the tvm-ffi-rows binary, when built
 //!     with `--features tvm-ffi`).
-//! Prints ns/call (median of 7 repetitions), Rust heap allocations per call, and ratios.
 //!
-//! polyffi-bench                        the table
-//! polyffi-bench --soak                 10M calls + 1M closure create/drop, RSS along the way
+//! It prints CPU ns/call (median of 7 repetitions), Rust heap allocations per call, and ratios.
+//!
+//! ```text
+//! polyffi-bench                              the table
+//! polyffi-bench --soak                       10M calls + 1M closure create/drop, RSS along the way
 //! polyffi-bench --case NAME --iterations N   run one case untimed (for callgrind)
+//! ```
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
