@@ -14,4 +14,8 @@ git ls-files '*.c' '*.cc' '*.h' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "ruff: $(git ls-files '*.py' | wc -l) files"
 python3 -m ruff check --quiet $(git ls-files '*.py')
 python3 tests/conformance/validate.py >/dev/null
+if command -v cargo >/dev/null || [ -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "rustfmt: bindings/rust workspace"
+  PATH="$HOME/.cargo/bin:$PATH" cargo fmt --all --manifest-path bindings/rust/Cargo.toml -- --check
+fi
 echo "lint clean"

@@ -28,6 +28,9 @@ ci/test-sanitizers.sh
 step "Python binding (pytest, with its conformance runner)"
 ci/test-python.sh
 
+step "Rust binding (cargo test with its conformance runner, service, install rules)"
+ci/test-rust.sh
+
 step "conformance matrix"
 python3 tests/conformance/matrix.py build/conformance
 

@@ -1,0 +1,1217 @@
+//! Values that cross the boundary: [`Value`] and its conversions, [`Device`], [`DataType`], and
+//! the object handles [`Object`], [`Array`], [`Map`]. All conversion between `TVMValue` + type
+//! code and Rust lives here: arguments ([`ToArg`], [`IntoArgs`]) and results ([`FromRet`]).
+use std::ffi::{c_void, CStr, CString};
+use std::fmt;
+use std::os::raw::c_int;
+use std::ptr::NonNull;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use polyffi_sys as sys;
+use sys::TVMValue;
+
+use crate::errors::{check_call, Error, Result};
+use crate::function::Function;
+use crate::ndarray::NDArray;
+use crate::registry::Module;
+
+// Type codes as c_int, the type TVMFuncCall takes them in.
+pub(crate) const INT: c_int = sys::kTVMArgInt as c_int;
+pub(crate) const UINT: c_int = sys::kDLUInt as c_int;
+pub(crate) const FLOAT: c_int = sys::kTVMArgFloat as c_int;
+pub(crate) const OPAQUE: c_int = sys::kTVMOpaqueHandle as c_int;
+pub(crate) const NULL: c_int = sys::kTVMNullptr as c_int;
+pub(crate) const DTYPE: c_int = sys::kTVMDataType as c_int;
+pub(crate) const DEVICE: c_int = sys::kDLDevice as c_int;
+pub(crate) const DLTENSOR: c_int = sys::kTVMDLTensorHandle as c_int;
+pub(crate) const OBJECT: c_int = sys::kTVMObjectHandle as c_int;
+pub(crate) const MODULE: c_int = sys::kTVMModuleHandle as c_int;
+pub(crate) const FUNC: c_int = sys::kTVMPackedFuncHandle as c_int;
+pub(crate) const STR: c_int = sys::kTVMStr as c_int;
+pub(crate) const BYTES: c_int = sys::kTVMBytes as c_int;
+pub(crate) const NDARRAY: c_int = sys::kTVMNDArrayHandle as c_int;
+pub(crate) const RVALUE_REF: c_int = sys::kTVMObjectRValueRefArg as c_int;
+pub(crate) const BOOL: c_int = sys::kTVMArgBool as c_int;
+
+/// The name the conformance suite and error messages use for a type code.
+pub fn type_code_name(code: c_int) -> &'static str {
+    match code {
+        INT | UINT => "int",
+        FLOAT => "float",
+        OPAQUE => "handle",
+        NULL => "None",
+        DTYPE => "dtype",
+        DEVICE => "Device",
+        DLTENSOR | NDARRAY => "NDArray",
+        OBJECT | RVALUE_REF => "Object",
+        MODULE => "Module",
+        FUNC => "Function",
+        STR => "str",
+        BYTES => "bytes",
+        BOOL => "bool",
+        _ => "unknown",
+    }
+}
+
+// ---- Device and DataType ---------------------------------------------------------------------
+
+/// A DLPack device: type (1 = CPU) and id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Device {
+    pub device_type: i32,
+    pub device_id: i32,
+}
+
+impl Device {
+    pub const fn new(device_type: i32, device_id: i32) -> Self {
+        Device {
+            device_type,
+            device_id,
+        }
+    }
+
+    /// The CPU device `id` (DLPack `kDLCPU`).
+    pub const fn cpu(device_id: i32) -> Self {
+        Device {
+            device_type: sys::kDLCPU as i32,
+            device_id,
+        }
+    }
+
+    pub(crate) fn to_raw(self) -> sys::DLDevice {
+        sys::DLDevice {
+            device_type: self.device_type as _,
+            device_id: self.device_id,
+        }
+    }
+
+    pub(crate) fn from_raw(d: sys::DLDevice) -> Self {
+        Device {
+            device_type: d.device_type as i32,
+            device_id: d.device_id,
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.device_type {
+            1 => "cpu",
+            2 => "cuda",
+            3 => "cuda_host",
+            4 => "opencl",
+            7 => "vulkan",
+            8 => "metal",
+            10 => "rocm",
+            _ => return write!(f, "device({}, {})", self.device_type, self.device_id),
+        };
+        write!(f, "{}:{}", name, self.device_id)
+    }
+}
+
+/// A DLPack data type: code, bits, lanes. Parsed from and printed as `"float32"`, `"int8x4"`,
+/// `"bool"`, `"handle"` exactly as the runtime spells them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DataType {
+    pub code: u8,
+    pub bits: u8,
+    pub lanes: u16,
+}
+
+impl DataType {
+    pub const fn new(code: u8, bits: u8, lanes: u16) -> Self {
+        DataType { code, bits, lanes }
+    }
+    pub const INT32: DataType = DataType::new(sys::kDLInt as u8, 32, 1);
+    pub const INT64: DataType = DataType::new(sys::kDLInt as u8, 64, 1);
+    pub const FLOAT32: DataType = DataType::new(sys::kDLFloat as u8, 32, 1);
+    pub const FLOAT64: DataType = DataType::new(sys::kDLFloat as u8, 64, 1);
+    pub const BOOL: DataType = DataType::new(sys::kDLBool as u8, 8, 1);
+
+    /// Parses `int|uint|float|bfloat` with optional bits (default 32; bfloat 16), `bool`
+    /// (8 bits) or `handle` (64 bits), each with an optional `xLANES`. ValueError otherwise.
+    pub fn parse(s: &str) -> Result<DataType> {
+        let bad = || Error::value_error(format!("unknown dtype '{s}'"));
+        const PREFIXES: [(&str, u32, u8); 6] = [
+            ("bool", sys::kDLBool, 8),
+            ("handle", sys::kDLOpaqueHandle, 64),
+            ("bfloat", sys::kDLBfloat, 16),
+            ("float", sys::kDLFloat, 32),
+            ("uint", sys::kDLUInt, 32),
+            ("int", sys::kDLInt, 32),
+        ];
+        let (rest, code, mut bits) = PREFIXES
+            .iter()
+            .find_map(|&(p, code, bits)| s.strip_prefix(p).map(|r| (r, code as u8, bits)))
+            .ok_or_else(bad)?;
+        let fixed = code == sys::kDLBool as u8 || code == sys::kDLOpaqueHandle as u8;
+        let (bits_text, lanes_text) = match rest.split_once('x') {
+            Some((b, l)) => (b, Some(l)),
+            None => (rest, None),
+        };
+        if !bits_text.is_empty() {
+            if fixed || !bits_text.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            bits = match bits_text.parse::<u32>() {
+                Ok(b) if (1..=255).contains(&b) => b as u8,
+                _ => return Err(bad()),
+            };
+        }
+        let lanes = match lanes_text {
+            None => 1,
+            Some(l) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => {
+                match l.parse::<u32>() {
+                    Ok(n) if (1..=65535).contains(&n) => n as u16,
+                    _ => return Err(bad()),
+                }
+            }
+            Some(_) => return Err(bad()),
+        };
+        Ok(DataType { code, bits, lanes })
+    }
+
+    /// Bytes per element (all lanes).
+    pub fn size_bytes(&self) -> usize {
+        (self.bits as usize * self.lanes as usize).div_ceil(8)
+    }
+
+    pub(crate) fn to_raw(self) -> sys::DLDataType {
+        sys::DLDataType {
+            code: self.code,
+            bits: self.bits,
+            lanes: self.lanes,
+        }
+    }
+
+    pub(crate) fn from_raw(t: sys::DLDataType) -> Self {
+        DataType {
+            code: t.code,
+            bits: t.bits,
+            lanes: t.lanes,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = u32::from(self.code);
+        if (code == sys::kDLBool && self.bits == 8) || (code == sys::kDLUInt && self.bits == 1) {
+            f.write_str("bool")?;
+        } else if code == sys::kDLOpaqueHandle {
+            f.write_str("handle")?;
+        } else {
+            match code {
+                sys::kDLInt => write!(f, "int{}", self.bits)?,
+                sys::kDLUInt => write!(f, "uint{}", self.bits)?,
+                sys::kDLFloat => write!(f, "float{}", self.bits)?,
+                sys::kDLBfloat => write!(f, "bfloat{}", self.bits)?,
+                _ => write!(f, "custom{}_{}", self.code, self.bits)?,
+            }
+        }
+        if self.lanes != 1 {
+            write!(f, "x{}", self.lanes)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for DataType {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        DataType::parse(s)
+    }
+}
+
+// ---- Objects ----------------------------------------------------------------------------------
+
+/// A counted reference to a runtime object (Clone = retain, Drop = release).
+pub struct Object {
+    handle: NonNull<c_void>,
+}
+
+// SAFETY: runtime objects are reference counted atomically and usable from any thread (ABI.md 8).
+unsafe impl Send for Object {}
+unsafe impl Sync for Object {}
+
+impl Object {
+    /// Takes over an owned object reference.
+    ///
+    /// # Safety
+    /// `handle` must be an owned reference to a runtime object.
+    pub unsafe fn from_raw(handle: NonNull<c_void>) -> Self {
+        Object { handle }
+    }
+
+    /// The handle, still owned by `self`.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.handle.as_ptr()
+    }
+
+    /// Gives up ownership of the handle.
+    pub fn into_raw(self) -> *mut c_void {
+        let h = self.handle.as_ptr();
+        std::mem::forget(self);
+        h
+    }
+
+    /// The runtime type index.
+    pub fn type_index(&self) -> Result<u32> {
+        let mut index = 0;
+        // SAFETY: live handle, out-parameter.
+        check_call(unsafe { sys::TVMObjectGetTypeIndex(self.as_raw(), &mut index) })?;
+        Ok(index)
+    }
+
+    /// The registered type key, e.g. `"Array"`.
+    pub fn type_key(&self) -> Result<String> {
+        let index = self.type_index()?;
+        let mut key: *mut std::os::raw::c_char = std::ptr::null_mut();
+        // SAFETY: out-parameter receives thread-local storage, copied at once.
+        check_call(unsafe { sys::TVMObjectTypeIndex2Key(index, &mut key) })?;
+        Ok(unsafe { CStr::from_ptr(key) }
+            .to_string_lossy()
+            .into_owned())
+    }
+}
+
+impl Clone for Object {
+    fn clone(&self) -> Self {
+        // SAFETY: live handle; retain cannot fail for a valid one.
+        unsafe { sys::TVMObjectRetain(self.as_raw()) };
+        Object {
+            handle: self.handle,
+        }
+    }
+}
+
+impl Drop for Object {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { sys::TVMObjectFree(self.as_raw()) };
+    }
+}
+
+impl fmt::Debug for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.type_key().unwrap_or_else(|_| "?".into());
+        write!(f, "Object({key} @ {:p})", self.handle)
+    }
+}
+
+/// Type indexes of the objects that convert to native values, looked up once.
+struct KnownTypes {
+    string: Option<u32>,
+    array: Option<u32>,
+    map: Option<u32>,
+}
+
+fn known_types() -> &'static KnownTypes {
+    static KNOWN: OnceLock<KnownTypes> = OnceLock::new();
+    KNOWN.get_or_init(|| {
+        let index = |key: &CStr| {
+            let mut out = 0;
+            // SAFETY: key is NUL-terminated; out-parameter.
+            (unsafe { sys::TVMObjectTypeKey2Index(key.as_ptr(), &mut out) } == 0).then_some(out)
+        };
+        KnownTypes {
+            string: index(c"runtime.String"),
+            array: index(c"Array"),
+            map: index(c"Map"),
+        }
+    })
+}
+
+/// A core global function looked up once per process (e.g. `runtime.ArraySize`).
+macro_rules! core_global {
+    ($name:literal) => {{
+        static F: std::sync::OnceLock<$crate::function::Function> = std::sync::OnceLock::new();
+        match F.get() {
+            Some(f) => Ok(f),
+            None => $crate::function::Function::global($name).map(|f| F.get_or_init(|| f)),
+        }
+    }};
+}
+pub(crate) use core_global;
+
+/// A runtime `Array` (immutable; items are any values).
+#[derive(Clone, Debug)]
+pub struct Array(Object);
+
+impl Array {
+    /// Builds `runtime.Array(items...)`.
+    pub fn new(items: &[Value]) -> Result<Array> {
+        crate::library::ensure()?;
+        match core_global!("runtime.Array")?.call(items)? {
+            Value::Array(a) => Ok(a),
+            other => Err(Error::type_error(format!(
+                "runtime.Array returned {}",
+                other.type_name()
+            ))),
+        }
+    }
+    pub fn len(&self) -> Result<usize> {
+        core_global!("runtime.ArraySize")?
+            .invoke::<i64>((self,))
+            .map(|n| n as usize)
+    }
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Item `i`; IndexError when out of range.
+    pub fn get(&self, i: usize) -> Result<Value> {
+        core_global!("runtime.ArrayGetItem")?.invoke::<Value>((self, i as i64))
+    }
+    /// All items, in order.
+    pub fn to_vec(&self) -> Result<Vec<Value>> {
+        (0..self.len()?).map(|i| self.get(i)).collect()
+    }
+    pub fn as_object(&self) -> &Object {
+        &self.0
+    }
+}
+
+/// A runtime `Map` (immutable; keys are strings, ints or objects by identity).
+#[derive(Clone, Debug)]
+pub struct Map(Object);
+
+impl Map {
+    /// Builds `runtime.Map(k0, v0, ...)`.
+    pub fn new(items: &[(Value, Value)]) -> Result<Map> {
+        crate::library::ensure()?;
+        let flat: Vec<Value> = items
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), v.clone()])
+            .collect();
+        match core_global!("runtime.Map")?.call(&flat)? {
+            Value::Map(m) => Ok(m),
+            other => Err(Error::type_error(format!(
+                "runtime.Map returned {}",
+                other.type_name()
+            ))),
+        }
+    }
+    pub fn len(&self) -> Result<usize> {
+        core_global!("runtime.MapSize")?
+            .invoke::<i64>((self,))
+            .map(|n| n as usize)
+    }
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// The value under `key`; KeyError when absent.
+    pub fn get<K: ToArg>(&self, key: K) -> Result<Value> {
+        core_global!("runtime.MapGetItem")?.invoke::<Value>((self, key))
+    }
+    pub fn contains<K: ToArg>(&self, key: K) -> Result<bool> {
+        core_global!("runtime.MapCount")?
+            .invoke::<i64>((self, key))
+            .map(|n| n != 0)
+    }
+    /// `(key, value)` pairs in insertion order.
+    pub fn items(&self) -> Result<Vec<(Value, Value)>> {
+        let flat = match core_global!("runtime.MapItems")?.invoke::<Value>((self,))? {
+            Value::Array(a) => a.to_vec()?,
+            other => {
+                return Err(Error::type_error(format!(
+                    "MapItems gave {}",
+                    other.type_name()
+                )))
+            }
+        };
+        let mut it = flat.into_iter();
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            out.push((k, v));
+        }
+        Ok(out)
+    }
+    pub fn as_object(&self) -> &Object {
+        &self.0
+    }
+}
+
+// ---- Value ------------------------------------------------------------------------------------
+
+/// Any value the runtime can pass or return.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    Bytes(Vec<u8>),
+    Device(Device),
+    DataType(DataType),
+    Function(Function),
+    Module(Module),
+    NDArray(NDArray),
+    Array(Array),
+    Map(Map),
+    Object(Object),
+    /// A raw pointer passed through untouched (kTVMOpaqueHandle); never dereferenced here.
+    OpaqueHandle(usize),
+}
+
+impl Value {
+    /// The type name used in error messages: `int`, `float`, `str`, `Function`, ...
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "None",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Bool(_) => "bool",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::Device(_) => "Device",
+            Value::DataType(_) => "dtype",
+            Value::Function(_) => "Function",
+            Value::Module(_) => "Module",
+            Value::NDArray(_) => "NDArray",
+            Value::Array(_) | Value::Map(_) | Value::Object(_) => "Object",
+            Value::OpaqueHandle(_) => "handle",
+        }
+    }
+
+    /// The object handle for objects (identity), None for plain values.
+    pub fn handle(&self) -> Option<*mut c_void> {
+        match self {
+            Value::Function(f) => Some(f.as_raw()),
+            Value::Module(m) => Some(m.as_raw()),
+            Value::NDArray(a) => Some(a.as_raw() as *mut c_void),
+            Value::Array(a) => Some(a.0.as_raw()),
+            Value::Map(m) => Some(m.0.as_raw()),
+            Value::Object(o) => Some(o.as_raw()),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// Converts an owned result (`TVMFuncCall`'s out-values): objects are taken over, strings and
+    /// bytes (thread-local) are copied.
+    ///
+    /// # Safety
+    /// `v` and `code` must be a result the runtime just handed out, owned by the caller.
+    pub unsafe fn from_raw_owned(v: TVMValue, code: c_int) -> Result<Value> {
+        Ok(match code {
+            NULL => Value::Null,
+            INT | UINT => Value::Int(v.v_int64),
+            BOOL => Value::Bool(v.v_int64 != 0),
+            FLOAT => Value::Float(v.v_float64),
+            STR => string_value(CStr::from_ptr(v.v_str).to_bytes()),
+            BYTES => {
+                let arr = &*(v.v_handle as *const sys::TVMByteArray);
+                Value::Bytes(bytes_of(arr).to_vec())
+            }
+            DTYPE => Value::DataType(DataType::from_raw(v.v_type)),
+            DEVICE => Value::Device(Device::from_raw(v.v_device)),
+            OPAQUE => match v.v_handle as usize {
+                0 => Value::Null,
+                p => Value::OpaqueHandle(p),
+            },
+            OBJECT => match NonNull::new(v.v_handle) {
+                None => Value::Null,
+                Some(h) => object_value(Object::from_raw(h))?,
+            },
+            MODULE => match NonNull::new(v.v_handle) {
+                None => Value::Null,
+                Some(h) => Value::Module(Module::from_raw(h)),
+            },
+            FUNC => match NonNull::new(v.v_handle) {
+                None => Value::Null,
+                Some(h) => Value::Function(Function::from_raw(h)),
+            },
+            NDARRAY => match NonNull::new(v.v_handle as *mut sys::DLTensor) {
+                None => Value::Null,
+                Some(h) => Value::NDArray(NDArray::from_raw(h)),
+            },
+            DLTENSOR => match NonNull::new(v.v_handle as *mut sys::DLTensor) {
+                None => Value::Null,
+                Some(h) => Value::NDArray(NDArray::from_borrowed(h)),
+            },
+            other => return Err(Error::type_error(format!("unknown type code {other}"))),
+        })
+    }
+
+    /// Converts a callback argument (borrowed): objects get their own reference first.
+    ///
+    /// # Safety
+    /// `v` and `code` must be an argument the runtime passed to a callback that is running.
+    pub unsafe fn from_raw_borrowed(mut v: TVMValue, mut code: c_int) -> Result<Value> {
+        if matches!(code, OBJECT | MODULE | FUNC | NDARRAY | RVALUE_REF) {
+            check_call(sys::TVMCbArgToReturn(&mut v, &mut code))?;
+        }
+        Value::from_raw_owned(v, code)
+    }
+}
+
+fn string_value(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Value::Str(s.to_owned()),
+        Err(_) => Value::Bytes(bytes.to_vec()),
+    }
+}
+
+unsafe fn bytes_of(arr: &sys::TVMByteArray) -> &[u8] {
+    if arr.size == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(arr.data as *const u8, arr.size)
+    }
+}
+
+/// Objects with a native counterpart become it (runtime.String, Array, Map).
+fn object_value(obj: Object) -> Result<Value> {
+    let index = obj.type_index()?;
+    let known = known_types();
+    if Some(index) == known.string {
+        let f = core_global!("runtime.StringBytes")?;
+        return match f.invoke::<Value>((&obj,))? {
+            Value::Bytes(b) => Ok(match String::from_utf8(b) {
+                Ok(s) => Value::Str(s),
+                Err(e) => Value::Bytes(e.into_bytes()),
+            }),
+            v @ Value::Str(_) => Ok(v),
+            other => Err(Error::type_error(format!(
+                "StringBytes returned {}",
+                other.type_name()
+            ))),
+        };
+    }
+    if Some(index) == known.array {
+        return Ok(Value::Array(Array(obj)));
+    }
+    if Some(index) == known.map {
+        return Ok(Value::Map(Map(obj)));
+    }
+    Ok(Value::Object(obj))
+}
+
+impl PartialEq for Value {
+    /// Plain values by value (floats with `==`), objects by identity.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a == b,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::Device(a), Value::Device(b)) => a == b,
+            (Value::DataType(a), Value::DataType(b)) => a == b,
+            (Value::OpaqueHandle(a), Value::OpaqueHandle(b)) => a == b,
+            _ => match (self.handle(), other.handle()) {
+                (Some(a), Some(b)) => a == b && self.type_name() == other.type_name(),
+                _ => false,
+            },
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($t:ty => |$x:ident| $e:expr),* $(,)?) => {$(
+        impl From<$t> for Value {
+            fn from($x: $t) -> Value { $e }
+        }
+    )*};
+}
+
+value_from! {
+    () => |_x| Value::Null,
+    i64 => |x| Value::Int(x),
+    i32 => |x| Value::Int(x.into()),
+    i16 => |x| Value::Int(x.into()),
+    i8 => |x| Value::Int(x.into()),
+    u32 => |x| Value::Int(x.into()),
+    u16 => |x| Value::Int(x.into()),
+    u8 => |x| Value::Int(x.into()),
+    f64 => |x| Value::Float(x),
+    f32 => |x| Value::Float(x.into()),
+    bool => |x| Value::Bool(x),
+    &str => |x| Value::Str(x.to_owned()),
+    String => |x| Value::Str(x),
+    &String => |x| Value::Str(x.clone()),
+    &[u8] => |x| Value::Bytes(x.to_vec()),
+    Vec<u8> => |x| Value::Bytes(x),
+    Device => |x| Value::Device(x),
+    DataType => |x| Value::DataType(x),
+    Function => |x| Value::Function(x),
+    &Function => |x| Value::Function(x.clone()),
+    Module => |x| Value::Module(x),
+    NDArray => |x| Value::NDArray(x),
+    Array => |x| Value::Array(x),
+    Map => |x| Value::Map(x),
+    Object => |x| Value::Object(x),
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(x: Option<T>) -> Value {
+        x.map_or(Value::Null, Into::into)
+    }
+}
+
+impl TryFrom<u64> for Value {
+    type Error = Error;
+    fn try_from(x: u64) -> Result<Value> {
+        i64::try_from(x)
+            .map(Value::Int)
+            .map_err(|_| Error::new("OverflowError", format!("{x} does not fit in int64")))
+    }
+}
+
+fn mismatch(want: &str, got: &Value) -> Error {
+    Error::type_error(format!("expected {want} but got {}", got.type_name()))
+}
+
+macro_rules! value_try_into {
+    ($($t:ty, $want:literal => |$v:ident| $($pat:pat => $e:expr),+ );* $(;)?) => {$(
+        impl TryFrom<Value> for $t {
+            type Error = Error;
+            fn try_from($v: Value) -> Result<$t> {
+                match $v {
+                    $($pat => Ok($e),)+
+                    other => Err(mismatch($want, &other)),
+                }
+            }
+        }
+    )*};
+}
+
+value_try_into! {
+    i64, "int" => |v| Value::Int(x) => x;
+    f64, "float" => |v| Value::Float(x) => x, Value::Int(x) => x as f64, Value::Bool(x) => x as i64 as f64;
+    bool, "bool" => |v| Value::Bool(x) => x, Value::Int(x) => x != 0;
+    String, "str" => |v| Value::Str(x) => x;
+    Vec<u8>, "bytes" => |v| Value::Bytes(x) => x, Value::Str(x) => x.into_bytes();
+    Device, "Device" => |v| Value::Device(x) => x;
+    DataType, "dtype" => |v| Value::DataType(x) => x;
+    Function, "Function" => |v| Value::Function(x) => x;
+    Module, "Module" => |v| Value::Module(x) => x;
+    NDArray, "NDArray" => |v| Value::NDArray(x) => x;
+    Array, "Array" => |v| Value::Array(x) => x;
+    Map, "Map" => |v| Value::Map(x) => x;
+    Object, "Object" => |v| Value::Object(x) => x, Value::Array(x) => x.0, Value::Map(x) => x.0;
+    (), "None" => |v| Value::Null => ();
+}
+
+impl TryFrom<Value> for i32 {
+    type Error = Error;
+    fn try_from(v: Value) -> Result<i32> {
+        let x = i64::try_from(v)?;
+        i32::try_from(x)
+            .map_err(|_| Error::new("OverflowError", format!("{x} does not fit in i32")))
+    }
+}
+
+impl TryFrom<Value> for f32 {
+    type Error = Error;
+    fn try_from(v: Value) -> Result<f32> {
+        f64::try_from(v).map(|x| x as f32)
+    }
+}
+
+impl TryFrom<Value> for DataTypeOrString {
+    type Error = Error;
+    fn try_from(v: Value) -> Result<Self> {
+        match v {
+            Value::DataType(t) => Ok(DataTypeOrString(t)),
+            Value::Str(s) => DataType::parse(&s).map(DataTypeOrString),
+            other => Err(mismatch("dtype", &other)),
+        }
+    }
+}
+
+/// A dtype result, accepted as a dtype or as its string form (the runtime returns dtypes as
+/// strings, docs/abi-decisions.md).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DataTypeOrString(pub DataType);
+
+// ---- Arguments --------------------------------------------------------------------------------
+
+/// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
+/// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
+pub enum StrHolder {
+    Inline {
+        buf: [std::mem::MaybeUninit<u8>; 64],
+    },
+    Heap(CString),
+    Object(Object),
+}
+
+impl StrHolder {
+    fn new(s: &[u8]) -> Result<StrHolder> {
+        if s.contains(&0) {
+            let f = core_global!("runtime.String")?;
+            return f.invoke::<Object>((s,)).map(StrHolder::Object);
+        }
+        if s.len() < 64 {
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
+            // SAFETY: s.len() + 1 <= 64 bytes written; only those are read (a C string).
+            unsafe {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), buf.as_mut_ptr() as *mut u8, s.len());
+                buf[s.len()].write(0);
+            }
+            Ok(StrHolder::Inline { buf })
+        } else {
+            // SAFETY: checked above that s holds no NUL.
+            Ok(StrHolder::Heap(unsafe {
+                CString::from_vec_unchecked(s.to_vec())
+            }))
+        }
+    }
+
+    fn raw(&self) -> (TVMValue, c_int) {
+        match self {
+            StrHolder::Inline { buf } => (
+                TVMValue {
+                    v_str: buf.as_ptr() as *const _,
+                },
+                STR,
+            ),
+            StrHolder::Heap(c) => (TVMValue { v_str: c.as_ptr() }, STR),
+            StrHolder::Object(o) => (
+                TVMValue {
+                    v_handle: o.as_raw(),
+                },
+                OBJECT,
+            ),
+        }
+    }
+}
+
+/// Runs `f` on a NUL-terminated copy of `s`: on the stack for short strings (names of globals
+/// and functions), on the heap for long ones. A NUL inside `s` is a ValueError.
+#[inline]
+pub(crate) fn with_c_str<R>(
+    s: &str,
+    f: impl FnOnce(*const std::os::raw::c_char) -> R,
+) -> Result<R> {
+    let bytes = s.as_bytes();
+    if let Some(i) = bytes.iter().position(|&b| b == 0) {
+        return Err(Error::value_error(format!(
+            "string contains a NUL byte at {i}"
+        )));
+    }
+    if bytes.len() < 128 {
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 128];
+        // SAFETY: len + 1 <= 128 bytes written, then read as one C string.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len());
+            buf[bytes.len()].write(0);
+        }
+        Ok(f(buf.as_ptr() as *const _))
+    } else {
+        let c = CString::new(bytes)?;
+        Ok(f(c.as_ptr()))
+    }
+}
+
+/// Temporary storage a [`Value`] argument needs while the call runs.
+pub enum ValueHolder {
+    None,
+    Str(StrHolder),
+    Bytes(sys::TVMByteArray),
+}
+
+/// One argument of a call. `prepare` makes whatever the C side needs to outlive the call
+/// (a NUL-terminated string, a byte array, a DLTensor); `raw` then reads the packed value from
+/// it. Scalars need no holder and never allocate.
+pub trait ToArg {
+    type Holder;
+    fn prepare(&self) -> Result<Self::Holder>;
+    fn raw(&self, holder: &Self::Holder) -> (TVMValue, c_int);
+}
+
+macro_rules! scalar_arg {
+    ($($t:ty => |$x:ident| ($field:ident: $e:expr, $code:expr)),* $(,)?) => {$(
+        impl ToArg for $t {
+            type Holder = ();
+            #[inline(always)]
+            fn prepare(&self) -> Result<()> { Ok(()) }
+            #[inline(always)]
+            fn raw(&self, _: &()) -> (TVMValue, c_int) {
+                let $x = *self;
+                (TVMValue { $field: $e }, $code)
+            }
+        }
+    )*};
+}
+
+scalar_arg! {
+    i64 => |x| (v_int64: x, INT),
+    i32 => |x| (v_int64: x.into(), INT),
+    i16 => |x| (v_int64: x.into(), INT),
+    i8 => |x| (v_int64: x.into(), INT),
+    u32 => |x| (v_int64: x.into(), INT),
+    u16 => |x| (v_int64: x.into(), INT),
+    u8 => |x| (v_int64: x.into(), INT),
+    usize => |x| (v_int64: x as i64, INT),
+    f64 => |x| (v_float64: x, FLOAT),
+    f32 => |x| (v_float64: x.into(), FLOAT),
+    bool => |x| (v_int64: x as i64, BOOL),
+    () => |_x| (v_int64: 0, NULL),
+    Device => |x| (v_device: x.to_raw(), DEVICE),
+    DataType => |x| (v_type: x.to_raw(), DTYPE),
+}
+
+impl ToArg for str {
+    type Holder = StrHolder;
+    #[inline]
+    fn prepare(&self) -> Result<StrHolder> {
+        StrHolder::new(self.as_bytes())
+    }
+    #[inline]
+    fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
+        h.raw()
+    }
+}
+
+impl ToArg for String {
+    type Holder = StrHolder;
+    fn prepare(&self) -> Result<StrHolder> {
+        StrHolder::new(self.as_bytes())
+    }
+    fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
+        h.raw()
+    }
+}
+
+impl ToArg for [u8] {
+    type Holder = sys::TVMByteArray;
+    fn prepare(&self) -> Result<sys::TVMByteArray> {
+        Ok(sys::TVMByteArray {
+            data: self.as_ptr() as *const _,
+            size: self.len(),
+        })
+    }
+    fn raw(&self, h: &sys::TVMByteArray) -> (TVMValue, c_int) {
+        (
+            TVMValue {
+                v_handle: h as *const _ as *mut c_void,
+            },
+            BYTES,
+        )
+    }
+}
+
+impl ToArg for Vec<u8> {
+    type Holder = sys::TVMByteArray;
+    fn prepare(&self) -> Result<sys::TVMByteArray> {
+        self.as_slice().prepare()
+    }
+    fn raw(&self, h: &sys::TVMByteArray) -> (TVMValue, c_int) {
+        self.as_slice().raw(h)
+    }
+}
+
+macro_rules! handle_arg {
+    ($($t:ty => |$x:ident| ($e:expr, $code:expr)),* $(,)?) => {$(
+        impl ToArg for $t {
+            type Holder = ();
+            #[inline(always)]
+            fn prepare(&self) -> Result<()> { Ok(()) }
+            #[inline(always)]
+            fn raw(&self, _: &()) -> (TVMValue, c_int) {
+                let $x = self;
+                (TVMValue { v_handle: $e }, $code)
+            }
+        }
+    )*};
+}
+
+handle_arg! {
+    Function => |x| (x.as_raw(), FUNC),
+    Module => |x| (x.as_raw(), MODULE),
+    Object => |x| (x.as_raw(), OBJECT),
+    Array => |x| (x.0.as_raw(), OBJECT),
+    Map => |x| (x.0.as_raw(), OBJECT),
+    NDArray => |x| (x.as_raw() as *mut c_void, x.type_code()),
+}
+
+impl ToArg for Value {
+    type Holder = ValueHolder;
+    fn prepare(&self) -> Result<ValueHolder> {
+        Ok(match self {
+            Value::Str(s) => ValueHolder::Str(StrHolder::new(s.as_bytes())?),
+            Value::Bytes(b) => ValueHolder::Bytes(b.as_slice().prepare()?),
+            _ => ValueHolder::None,
+        })
+    }
+    fn raw(&self, h: &ValueHolder) -> (TVMValue, c_int) {
+        match (self, h) {
+            (Value::Str(_), ValueHolder::Str(s)) => s.raw(),
+            (Value::Bytes(_), ValueHolder::Bytes(b)) => (
+                TVMValue {
+                    v_handle: b as *const _ as *mut c_void,
+                },
+                BYTES,
+            ),
+            (Value::Null, _) => (TVMValue { v_int64: 0 }, NULL),
+            (Value::Int(x), _) => x.raw(&()),
+            (Value::Float(x), _) => x.raw(&()),
+            (Value::Bool(x), _) => x.raw(&()),
+            (Value::Device(x), _) => x.raw(&()),
+            (Value::DataType(x), _) => x.raw(&()),
+            (Value::Function(x), _) => x.raw(&()),
+            (Value::Module(x), _) => x.raw(&()),
+            (Value::NDArray(x), _) => x.raw(&()),
+            (Value::Array(x), _) => x.raw(&()),
+            (Value::Map(x), _) => x.raw(&()),
+            (Value::Object(x), _) => x.raw(&()),
+            (Value::OpaqueHandle(p), _) => (
+                TVMValue {
+                    v_handle: *p as *mut c_void,
+                },
+                OPAQUE,
+            ),
+            // prepare() always pairs Str/Bytes with their holders.
+            (Value::Str(_), _) | (Value::Bytes(_), _) => (TVMValue { v_int64: 0 }, NULL),
+        }
+    }
+}
+
+impl<T: ToArg + ?Sized> ToArg for &T {
+    type Holder = T::Holder;
+    #[inline(always)]
+    fn prepare(&self) -> Result<T::Holder> {
+        (**self).prepare()
+    }
+    #[inline(always)]
+    fn raw(&self, h: &T::Holder) -> (TVMValue, c_int) {
+        (**self).raw(h)
+    }
+}
+
+impl<T: ToArg> ToArg for Option<T> {
+    type Holder = Option<T::Holder>;
+    fn prepare(&self) -> Result<Option<T::Holder>> {
+        self.as_ref().map(|x| x.prepare()).transpose()
+    }
+    fn raw(&self, h: &Option<T::Holder>) -> (TVMValue, c_int) {
+        match (self, h) {
+            (Some(x), Some(h)) => x.raw(h),
+            _ => (TVMValue { v_int64: 0 }, NULL),
+        }
+    }
+}
+
+/// The arguments of a typed call: tuples of up to 8 [`ToArg`] values, packed on the stack.
+pub trait IntoArgs {
+    /// Packs the arguments and runs `f` on the packed values and type codes.
+    fn with_packed<R>(self, f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R) -> Result<R>;
+}
+
+impl IntoArgs for () {
+    #[inline(always)]
+    fn with_packed<R>(self, f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R) -> Result<R> {
+        Ok(f(&mut [], &mut []))
+    }
+}
+
+macro_rules! tuple_args {
+    ($n:literal; $($T:ident $i:tt),+) => {
+        impl<$($T: ToArg),+> IntoArgs for ($($T,)+) {
+            #[inline(always)]
+            fn with_packed<R>(
+                self,
+                f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+            ) -> Result<R> {
+                let holders = ($(self.$i.prepare()?,)+);
+                let raw: [(TVMValue, c_int); $n] = [$(self.$i.raw(&holders.$i)),+];
+                let mut values: [TVMValue; $n] = raw.map(|r| r.0);
+                let mut codes: [c_int; $n] = raw.map(|r| r.1);
+                let out = f(&mut values, &mut codes);
+                drop(holders);
+                Ok(out)
+            }
+        }
+    };
+}
+
+tuple_args!(1; A 0);
+tuple_args!(2; A 0, B 1);
+tuple_args!(3; A 0, B 1, C 2);
+tuple_args!(4; A 0, B 1, C 2, D 3);
+tuple_args!(5; A 0, B 1, C 2, D 3, E 4);
+tuple_args!(6; A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_args!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_args!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond.
+pub(crate) fn with_packed_slice<R>(
+    args: &[Value],
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+) -> Result<R> {
+    const N: usize = 8;
+    if args.len() <= N
+        && !args
+            .iter()
+            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_)))
+    {
+        let mut values = [TVMValue { v_int64: 0 }; N];
+        let mut codes = [NULL; N];
+        for (i, a) in args.iter().enumerate() {
+            (values[i], codes[i]) = a.raw(&ValueHolder::None);
+        }
+        return Ok(f(&mut values[..args.len()], &mut codes[..args.len()]));
+    }
+    if args.len() <= N {
+        let mut holders: [ValueHolder; N] = std::array::from_fn(|_| ValueHolder::None);
+        for (h, a) in holders.iter_mut().zip(args) {
+            *h = a.prepare()?;
+        }
+        let mut values = [TVMValue { v_int64: 0 }; N];
+        let mut codes = [NULL; N];
+        for (i, a) in args.iter().enumerate() {
+            (values[i], codes[i]) = a.raw(&holders[i]);
+        }
+        Ok(f(&mut values[..args.len()], &mut codes[..args.len()]))
+    } else {
+        let holders = args
+            .iter()
+            .map(|a| a.prepare())
+            .collect::<Result<Vec<_>>>()?;
+        let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
+            args.iter().zip(&holders).map(|(a, h)| a.raw(h)).unzip();
+        Ok(f(&mut values, &mut codes))
+    }
+}
+
+// ---- Results ----------------------------------------------------------------------------------
+
+/// A call's result type. Scalars convert without allocating; anything else goes through
+/// [`Value`] and `TryFrom` (TypeError naming both types on a mismatch).
+pub trait FromRet: Sized {
+    /// # Safety
+    /// `v`, `code` must be an owned result just returned by the runtime.
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self>;
+}
+
+impl FromRet for Value {
+    #[inline]
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        Value::from_raw_owned(v, code)
+    }
+}
+
+macro_rules! fast_ret {
+    ($($t:ty => |$v:ident| $($code:pat => $e:expr),+);* $(;)?) => {$(
+        impl FromRet for $t {
+            #[inline(always)]
+            unsafe fn from_ret($v: TVMValue, code: c_int) -> Result<Self> {
+                match code {
+                    $($code => Ok($e),)+
+                    _ => <$t>::try_from(Value::from_raw_owned($v, code)?),
+                }
+            }
+        }
+    )*};
+}
+
+impl FromRet for String {
+    #[inline]
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        if code == STR {
+            let bytes = CStr::from_ptr(v.v_str).to_bytes();
+            if let Ok(s) = std::str::from_utf8(bytes) {
+                return Ok(s.to_owned());
+            }
+        }
+        String::try_from(Value::from_raw_owned(v, code)?)
+    }
+}
+
+fast_ret! {
+    i64 => |v| INT | UINT => v.v_int64;
+    f64 => |v| FLOAT => v.v_float64, INT | UINT | BOOL => v.v_int64 as f64;
+    bool => |v| BOOL => v.v_int64 != 0;
+    () => |v| NULL => ();
+}
+
+macro_rules! slow_ret {
+    ($($t:ty),*) => {$(
+        impl FromRet for $t {
+            unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+                <$t>::try_from(Value::from_raw_owned(v, code)?)
+            }
+        }
+    )*};
+}
+
+slow_ret!(
+    i32,
+    f32,
+    Vec<u8>,
+    Device,
+    DataType,
+    DataTypeOrString,
+    Function,
+    Module,
+    NDArray,
+    Array,
+    Map
+);
+
+/// An object result as the raw object, without turning runtime.String / Array / Map into their
+/// native counterparts.
+impl FromRet for Object {
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        match (code, NonNull::new(v.v_handle)) {
+            (OBJECT, Some(h)) => Ok(Object::from_raw(h)),
+            _ => Object::try_from(Value::from_raw_owned(v, code)?),
+        }
+    }
+}
+
+impl<T: FromRet> FromRet for Option<T> {
+    unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        if code == NULL {
+            Ok(None)
+        } else {
+            T::from_ret(v, code).map(Some)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_round_trips() {
+        for s in [
+            "float32",
+            "int8x4",
+            "bool",
+            "handle",
+            "uint16",
+            "bfloat16",
+            "float64x2",
+        ] {
+            assert_eq!(DataType::parse(s).unwrap().to_string(), s);
+        }
+        assert_eq!(DataType::parse("int").unwrap(), DataType::INT32);
+        assert_eq!(DataType::parse("bool").unwrap(), DataType::BOOL);
+        for bad in [
+            "",
+            "floaty",
+            "int0",
+            "int300",
+            "float32x",
+            "float32x0",
+            "boolx",
+            "bool8",
+        ] {
+            assert_eq!(
+                DataType::parse(bad).unwrap_err().kind(),
+                "ValueError",
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The Rust API beyond the shared suite: typed calls, import_api!, closures (Err kinds,
+//! panics), the registry, Clone/Drop reference counting, containers and the handshake.
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use polyffi::{Array, DataType, Device, Error, Function, Map, Value};
+
+polyffi::import_api! {
+    mod testing = "testing" {
+        fn add3(a: i64, b: i64, c: i64) -> i64;
+        fn concat(a: &str, b: &str) -> String;
+        fn echo(x: f64) -> f64;
+        fn nop();
+        fn raise_error(kind: &str, msg: &str);
+    }
+}
+
+#[test]
+fn runtime_version_matches_the_headers() {
+    common::testing();
+    assert_eq!(polyffi::runtime_version().unwrap(), "0.1.0");
+    assert_eq!(polyffi::library::BUILT_VERSION, (0, 1, 0));
+}
+
+#[test]
+fn typed_invoke_and_generic_call_agree() {
+    let add3 = common::global("testing.add3");
+    assert_eq!(add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
+    assert_eq!(
+        add3.call(&[1.into(), 2.into(), 3.into()]).unwrap(),
+        Value::Int(6)
+    );
+    let concat = common::global("testing.concat");
+    let s: String = concat.invoke(("ab", String::from("cd"), "é")).unwrap();
+    assert_eq!(s, "abcdé");
+    // Long strings take the heap path of the argument packer.
+    let long = "x".repeat(1000);
+    assert_eq!(
+        concat.invoke::<String>((long.as_str(), "!")).unwrap().len(),
+        1001
+    );
+}
+
+#[test]
+fn import_api_wraps_globals() {
+    common::testing();
+    assert_eq!(testing::add3(4, 5, 6).unwrap(), 15);
+    assert_eq!(testing::concat("a", "b").unwrap(), "ab");
+    assert_eq!(testing::echo(-0.0).unwrap().to_bits(), (-0.0f64).to_bits());
+    testing::nop().unwrap();
+    let err = testing::raise_error("KeyError", "nope").unwrap_err();
+    assert_eq!((err.kind(), err.message()), ("KeyError", "nope"));
+}
+
+#[test]
+fn wrong_result_type_is_a_type_error() {
+    let add3 = common::global("testing.add3");
+    let err = add3.invoke::<String>((1, 2, 3)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(err.message().contains("expected str but got int"), "{err}");
+}
+
+#[test]
+fn value_conversions() {
+    assert_eq!(Value::from(7i32), Value::Int(7));
+    assert_eq!(Value::from("s"), Value::Str("s".into()));
+    assert_eq!(Value::from(&b"\x00\x01"[..]), Value::Bytes(vec![0, 1]));
+    assert_eq!(Value::from(None::<i64>), Value::Null);
+    assert_eq!(i64::try_from(Value::Int(-3)).unwrap(), -3);
+    let err = i64::try_from(Value::Float(1.5)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(err.message(), "expected int but got float");
+    assert_eq!(
+        Value::try_from(u64::MAX).unwrap_err().kind(),
+        "OverflowError"
+    );
+    assert_eq!(Value::try_from(5u64).unwrap(), Value::Int(5));
+}
+
+#[test]
+fn devices_and_dtypes_round_trip() {
+    let echo = common::global("testing.echo");
+    let dev: Device = echo.invoke((Device::new(2, 3),)).unwrap();
+    assert_eq!(dev, Device::new(2, 3));
+    // dtypes come back in their string form (docs/abi-decisions.md).
+    let t: polyffi::DataTypeOrString = echo.invoke((DataType::parse("int8x4").unwrap(),)).unwrap();
+    assert_eq!(t.0.to_string(), "int8x4");
+    assert_eq!(Device::cpu(0).to_string(), "cpu:0");
+}
+
+#[test]
+fn closure_err_keeps_its_kind() {
+    let apply = common::global("testing.apply");
+    let f = Function::from_closure(|_: &[Value]| Err(Error::new("KeyError", "no such key 'k'")))
+        .unwrap();
+    let err = apply.invoke::<Value>((&f,)).unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert_eq!(err.message(), "no such key 'k'");
+    let custom = Function::from_closure(|_: &[Value]| Err(Error::new("my.Custom", "x"))).unwrap();
+    assert_eq!(
+        apply.invoke::<Value>((&custom,)).unwrap_err().kind(),
+        "my.Custom"
+    );
+}
+
+#[test]
+fn panic_in_closure_becomes_rust_panic_error() {
+    common::quiet_intended_panics();
+    let apply = common::global("testing.apply");
+    let f = Function::from_closure(|args: &[Value]| {
+        if args.is_empty() {
+            panic!("[intended] closure exploded");
+        }
+        Ok(args[0].clone())
+    })
+    .unwrap();
+    let err = apply.invoke::<Value>((&f,)).unwrap_err();
+    assert_eq!(err.kind(), "RustPanic");
+    assert_eq!(err.message(), "[intended] closure exploded");
+    // The function still works after the panic, and C code sees the error text as well.
+    assert_eq!(apply.invoke::<i64>((&f, 5)).unwrap(), 5);
+    let caught: String = common::global("testing.call_and_catch")
+        .invoke((&f,))
+        .unwrap();
+    assert_eq!(caught, "RustPanic: [intended] closure exploded");
+}
+
+#[test]
+fn closure_receives_and_returns_every_kind_of_value() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    let f = Function::from_closure(move |args: &[Value]| {
+        s.fetch_add(args.len(), Ordering::SeqCst);
+        Ok(Value::Array(Array::new(args)?))
+    })
+    .unwrap();
+    let apply = common::global("testing.apply");
+    let out: Array = apply
+        .invoke((&f, 1, 2.5, true, "s\0t", &b"\xff"[..], Device::cpu(1), ()))
+        .unwrap();
+    assert_eq!(seen.load(Ordering::SeqCst), 7);
+    let items = out.to_vec().unwrap();
+    assert_eq!(
+        items,
+        vec![
+            Value::Int(1),
+            Value::Float(2.5),
+            Value::Bool(true),
+            Value::Str("s\0t".into()),
+            Value::Bytes(vec![0xff]),
+            Value::Device(Device::cpu(1)),
+            Value::Null
+        ]
+    );
+}
+
+#[test]
+fn more_than_eight_arguments_use_the_heap_path() {
+    let sum = common::global("testing.sum");
+    let args: Vec<Value> = (1..=20).map(Value::Int).collect();
+    assert_eq!(sum.call(&args).unwrap(), Value::Int(210));
+    let f = Function::from_closure(|args: &[Value]| Ok(Value::Int(args.len() as i64))).unwrap();
+    let mut with_f = vec![Value::Function(f)];
+    with_f.extend(args);
+    assert_eq!(
+        common::global("testing.apply").call(&with_f).unwrap(),
+        Value::Int(20)
+    );
+}
+
+#[test]
+fn clone_retains_and_drop_releases() {
+    let count = common::global("testing.object_use_count");
+    let f = Function::from_closure(|_: &[Value]| Ok(Value::Null)).unwrap();
+    let base: i64 = count.invoke((&f,)).unwrap();
+    let g = f.clone();
+    assert_eq!(count.invoke::<i64>((&f,)).unwrap(), base + 1);
+    drop(g);
+    assert_eq!(count.invoke::<i64>((&f,)).unwrap(), base);
+}
+
+#[test]
+fn finalizer_drops_the_closure_exactly_once() {
+    struct Probe(Arc<AtomicUsize>);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let probe = Probe(drops.clone());
+    let f = Function::from_closure(move |_: &[Value]| {
+        let _p = &probe;
+        Ok(Value::Null)
+    })
+    .unwrap();
+    let g = f.clone();
+    let wrapped: Function = common::global("testing.wrap_callback")
+        .invoke((&f,))
+        .unwrap();
+    drop(f);
+    drop(g);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "the wrapper still holds the closure"
+    );
+    drop(wrapped);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn register_list_and_remove_globals() {
+    common::testing();
+    let name = "rust_test.triple";
+    let f = polyffi::register_global(name, |args: &[Value]| {
+        Ok(Value::Int(3 * i64::try_from(args[0].clone())?))
+    })
+    .unwrap();
+    assert!(polyffi::list_global_names()
+        .unwrap()
+        .iter()
+        .any(|n| n == name));
+    assert_eq!(
+        Function::global(name).unwrap().invoke::<i64>((7,)).unwrap(),
+        21
+    );
+    let err = f.register_global(name, false).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    f.register_global(name, true).unwrap();
+    polyffi::remove_global(name).unwrap();
+    assert!(Function::get_global(name).is_none());
+    let err = Function::global(name).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("ValueError: Cannot find global function {name}")
+    );
+    polyffi::remove_global(name).unwrap(); // absent: still fine
+}
+
+#[test]
+fn containers() {
+    common::testing();
+    let a = Array::new(&[1.into(), "two".into(), Value::Null]).unwrap();
+    assert_eq!(a.len().unwrap(), 3);
+    assert_eq!(a.get(1).unwrap(), Value::Str("two".into()));
+    assert_eq!(a.get(7).unwrap_err().kind(), "IndexError");
+    let m = Map::new(&[("k".into(), 1.into()), (Value::Int(2), "v".into())]).unwrap();
+    assert_eq!(m.len().unwrap(), 2);
+    assert_eq!(m.get("k").unwrap(), Value::Int(1));
+    assert_eq!(m.get(2i64).unwrap(), Value::Str("v".into()));
+    assert!(m.contains("k").unwrap());
+    assert!(!m.contains("zz").unwrap());
+    assert_eq!(m.get("zz").unwrap_err().kind(), "KeyError");
+    let items = m.items().unwrap();
+    assert_eq!(items[0], ("k".into(), Value::Int(1)));
+    // Objects keep their identity through a round trip.
+    let echo = common::global("testing.echo");
+    let back = echo.call(&[Value::Array(a.clone())]).unwrap();
+    assert_eq!(back, Value::Array(a));
+}
+
+#[test]
+fn typed_closures_unpack_their_arguments() {
+    common::quiet_intended_panics();
+    let apply = common::global("testing.apply");
+    let add = Function::from_typed(|x: i64, y: f64| Ok(x as f64 + y)).unwrap();
+    assert_eq!(apply.invoke::<f64>((&add, 2, 0.5)).unwrap(), 2.5);
+    let greet = Function::from_typed(|name: String| Ok(format!("hi {name}"))).unwrap();
+    assert_eq!(apply.invoke::<String>((&greet, "a\0b")).unwrap(), "hi a\0b");
+    let none = Function::from_typed(|| Ok(())).unwrap();
+    assert_eq!(apply.invoke::<Value>((&none,)).unwrap(), Value::Null);
+
+    let err = apply.invoke::<f64>((&add, 1)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(err.message(), "expected 2 arguments but got 1");
+    let err = apply.invoke::<f64>((&add, "x", 1.0)).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert_eq!(err.message(), "argument 0 expected int but got str");
+
+    let fails = Function::from_typed(|x: i64| -> polyffi::Result<i64> {
+        if x < 0 {
+            return Err(Error::new("ValueError", "negative"));
+        }
+        panic!("[intended] typed panic {x}")
+    })
+    .unwrap();
+    assert_eq!(
+        apply.invoke::<i64>((&fails, -1)).unwrap_err().kind(),
+        "ValueError"
+    );
+    let err = apply.invoke::<i64>((&fails, 3)).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        ("RustPanic", "[intended] typed panic 3")
+    );
+    // C calls the typed closure a thousand times.
+    let inc = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
+    let total: i64 = common::global("testing.call_n")
+        .invoke((&inc, 1000))
+        .unwrap();
+    assert_eq!(total, (1..=1000).sum::<i64>());
+}
