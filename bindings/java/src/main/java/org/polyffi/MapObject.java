@@ -3,7 +3,6 @@ package org.polyffi;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
 import java.util.Iterator;
-import java.util.List;
 import java.util.Set;
 
 /** A runtime.Map, read through runtime.MapSize / MapGetItem / MapCount / MapItems, as a Map. */
@@ -20,12 +19,15 @@ public final class MapObject extends ObjectRef implements java.util.Map<Object, 
       return new AbstractSet<>() {
         @Override
         public Iterator<Entry<Object, Object>> iterator() {
-          Object items = Values.builtin("runtime.MapItems").call(MapObject.this);
-          List<?> flat = (List<?>) items;
+          // runtime.MapItems: a flat Array k0, v0, k1, v1, ...
+          ArrayObject flat = (ArrayObject) Values.builtin("runtime.MapItems").call(MapObject.this);
           java.util.List<Entry<Object, Object>> out = new java.util.ArrayList<>();
-          for (Object kv : flat) {
-            List<?> pair = (List<?>) kv;
-            out.add(new SimpleImmutableEntry<>(pair.get(0), pair.get(1)));
+          try {
+            for (int i = 0; i + 1 < flat.size(); i += 2) {
+              out.add(new SimpleImmutableEntry<>(flat.get(i), flat.get(i + 1)));
+            }
+          } finally {
+            flat.close();
           }
           return out.iterator();
         }

@@ -74,7 +74,10 @@ public final class Registry {
     try {
       for (Method m : iface.getMethods()) {
         if (m.isDefault() || java.lang.reflect.Modifier.isStatic(m.getModifiers())) continue;
-        if (m.getDeclaringClass() == AutoCloseable.class) continue;
+        if (m.getName().equals("close") && m.getParameterCount() == 0
+            && AutoCloseable.class.isAssignableFrom(iface)) {
+          continue; // close() releases the proxy's functions
+        }
         Function f = Function.getGlobal(prefix + "." + m.getName());
         owned.add(f);
         table.put(m, new Bound(f, m));
