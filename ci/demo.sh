@@ -12,3 +12,4 @@ echo "== digits classifier from C (examples/digits)"
 "$root/build/bin/digits_demo"
 echo
 "$root/ci/demo-python.sh"
+"$root/ci/demo-java.sh"

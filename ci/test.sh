@@ -28,6 +28,8 @@ ci/test-sanitizers.sh
 step "Python binding (pytest, with its conformance runner)"
 ci/test-python.sh
 
+step "Java binding (mvn verify, with its conformance runner) and the JVM app"; ci/test-java.sh
+
 step "conformance matrix"
 python3 tests/conformance/matrix.py build/conformance
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The digits classifier from the JVM: builds the Java binding and examples/digits-jvm, then
+# classifies the held-out digits through GraphModule (accuracy, agreement, batch-1 latency).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mvn_q=(mvn -B -ntp -q -Dstyle.color=never)
+"${mvn_q[@]}" -f "$root/bindings/java/pom.xml" install -DskipTests >/dev/null
+"${mvn_q[@]}" -f "$root/examples/digits-jvm/pom.xml" package -DskipTests >/dev/null
+echo "== digits classifier from the JVM (examples/digits-jvm)"
+java -cp "$root/examples/digits-jvm/target/digits-jvm.jar:$root/examples/digits-jvm/target/lib/*" \
+  org.polyffi.examples.digits.DigitsApp --batch --threads 1 \
+  --model-dir "$root/examples/digits/model" --lib "$root/build/lib/libdigits_model.so"
