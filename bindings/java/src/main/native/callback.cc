@@ -2,6 +2,8 @@
 // reference to the Callback; the trampoline attaches native threads to the JVM, hands the
 // arguments to Callbacks.invoke4 / invokeN and sets the return from the thread's Frame; the
 // finalizer calls Callback.release() and deletes the global reference, exactly once.
+#include <polyffi/type_code_name.h>
+
 #include "jni_util.h"
 
 using namespace polyffi_jni;
@@ -58,7 +60,6 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
                void* resource) {
   JNIEnv* env = AttachedEnv();
   if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
-  if (env->PushLocalFrame(16) != 0) return FailPending(env);
   auto cb = static_cast<jobject>(resource);
   // Argument i as the Java side expects it: rvalue references become plain (borrowed) objects.
   auto slot = [&](int i, int* code) -> jlong {
@@ -82,6 +83,12 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
       return -1;
     }
   }
+  // The simple path creates one local reference (the frame), deleted below; the general path
+  // creates several and runs inside its own local frame.
+  if (!simple && env->PushLocalFrame(16) != 0) return FailPending(env);
+  auto done = [&]() {
+    if (!simple) env->PopLocalFrame(nullptr);
+  };
   jobject frame;
   if (simple) {
     jlong a[4] = {0, 0, 0, 0};
@@ -99,8 +106,9 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
     jintArray codes = env->NewIntArray(num_args);
     jobjectArray refs = env->NewObjectArray(num_args, g.object_class, nullptr);
     if (vals == nullptr || codes == nullptr || refs == nullptr) {
-      env->PopLocalFrame(nullptr);
-      return FailPending(env);
+      int rc = FailPending(env);
+      done();
+      return rc;
     }
     std::vector<jlong> v(num_args);
     std::vector<jint> c(num_args);
@@ -123,8 +131,9 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
         ref = b;
       }
       if (env->ExceptionCheck()) {
-        env->PopLocalFrame(nullptr);
-        return FailPending(env);
+        int rc = FailPending(env);
+        done();
+        return rc;
       }
       if (ref != nullptr) {
         env->SetObjectArrayElement(refs, i, ref);
@@ -138,7 +147,7 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
   }
   if (env->ExceptionCheck() || frame == nullptr) {
     int rc = FailPending(env);
-    env->PopLocalFrame(nullptr);
+    done();
     return rc;
   }
   int code = env->GetIntField(frame, g.frame_ret_code);
@@ -146,7 +155,9 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
     auto* text = static_cast<jstring>(env->GetObjectField(frame, g.frame_ret_ref));
     std::string t = text != nullptr ? ToUtf8String(env, text) : "RuntimeError: callback failed";
     TVMAPISetLastError(t.c_str());
-    env->PopLocalFrame(nullptr);
+    if (text != nullptr) env->DeleteLocalRef(text);
+    env->DeleteLocalRef(frame);
+    done();
     return -1;
   }
   TVMValue value;
@@ -156,24 +167,63 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
   if (code == kTVMStr) {
     auto* s = static_cast<jstring>(env->GetObjectField(frame, g.frame_ret_ref));
     value.v_str = ToUtf8(env, s, &arena);
+    env->DeleteLocalRef(s);
   } else if (code == kTVMBytes) {
     auto* b = static_cast<jbyteArray>(env->GetObjectField(frame, g.frame_ret_ref));
     jsize len = env->GetArrayLength(b);
     char* data = arena.Alloc(static_cast<size_t>(len) + 1);
     env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(data));
+    env->DeleteLocalRef(b);
     bytes.data = data;
     bytes.size = static_cast<size_t>(len);
     value.v_handle = &bytes;
   }
-  bool owned = env->GetBooleanField(frame, g.frame_ret_owned);
+  bool scalar = code == kTVMArgInt || code == kTVMArgFloat || code == kTVMArgBool ||
+                code == kTVMNullptr;
+  bool owned = !scalar && env->GetBooleanField(frame, g.frame_ret_owned);
   int rc = TVMCFuncSetReturn(ret, &value, &code, 1);
   if (owned) FreeByCode(code, value.v_handle);
-  // The frame kept a returned Java handle reachable until now; let it go.
-  if (code != kTVMArgInt && code != kTVMArgFloat && code != kTVMArgBool && code != kTVMNullptr) {
-    env->SetObjectField(frame, g.frame_ret_ref, nullptr);
-  }
-  env->PopLocalFrame(nullptr);
+  // The frame kept a returned Java value reachable until now; let it go.
+  if (!scalar) env->SetObjectField(frame, g.frame_ret_ref, nullptr);
+  env->DeleteLocalRef(frame);
+  done();
   return rc == 0 ? 0 : -1;
+}
+
+// The LongCallback fast path: one int in, one int out, no boxing; an exception is handed to
+// Callbacks.stash and crosses C as "Kind: message".
+int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
+                   void* resource) {
+  if (num_args != 1 || (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt &&
+                        type_codes[0] != kTVMArgBool)) {
+    std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
+                       std::to_string(num_args) + " argument(s)";
+    if (num_args >= 1) text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
+    TVMAPISetLastError(text.c_str());
+    return -1;
+  }
+  JNIEnv* env = AttachedEnv();
+  if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
+  jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke_long,
+                                      static_cast<jobject>(resource), args[0].v_int64);
+  if (env->ExceptionCheck()) {
+    jthrowable t = env->ExceptionOccurred();
+    env->ExceptionClear();
+    auto* text = static_cast<jstring>(env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_stash, t));
+    if (env->ExceptionCheck() || text == nullptr) {
+      env->ExceptionClear();
+      TVMAPISetLastError("RuntimeError: polyffi: callback failed");
+    } else {
+      TVMAPISetLastError(ToUtf8String(env, text).c_str());
+      env->DeleteLocalRef(text);
+    }
+    env->DeleteLocalRef(t);
+    return -1;
+  }
+  TVMValue v;
+  v.v_int64 = r;
+  int code = kTVMArgInt;
+  return TVMCFuncSetReturn(ret, &v, &code, 1) == 0 ? 0 : -1;
 }
 
 void Finalizer(void* resource) {
@@ -200,6 +250,18 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createCallback(JNIEnv
   TVMFunctionHandle out = nullptr;
   if (TVMFuncCreateFromCFunc(Trampoline, ref, Finalizer, &out) != 0) {
     ThrowLastError(env);  // the runtime already ran the finalizer: the reference is gone
+    return 0;
+  }
+  return reinterpret_cast<jlong>(out);
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createLongCallback(JNIEnv* env, jclass,
+                                                                             jobject cb) {
+  jobject ref = env->NewGlobalRef(cb);
+  if (ref == nullptr) return 0;
+  TVMFunctionHandle out = nullptr;
+  if (TVMFuncCreateFromCFunc(LongTrampoline, ref, Finalizer, &out) != 0) {
+    ThrowLastError(env);  // the runtime already ran the finalizer
     return 0;
   }
   return reinterpret_cast<jlong>(out);

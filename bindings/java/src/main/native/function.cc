@@ -94,23 +94,33 @@ jdouble CallDoubles(JNIEnv* env, jlong fn, const jdouble (&a)[N]) {
 
 }  // namespace
 
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_address(JNIEnv* env, jclass,
+                                                                  jobject buffer) {
+  return reinterpret_cast<jlong>(env->GetDirectBufferAddress(buffer));
+}
+
+// The generic call. slots: the frame's direct buffer, TVMValue[cap] then int[cap] codes then
+// the result slot; the values are used in place (str / bytes slots are filled in here).
 extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, jclass, jlong fn,
-                                                                 jlongArray jvals,
-                                                                 jintArray jcodes,
-                                                                 jobjectArray refs, jint n,
-                                                                 jlongArray jret) {
-  ArgStorage args(n);
+                                                                 jlong slots, jint cap,
+                                                                 jobjectArray refs, jint n) {
+  auto* base = reinterpret_cast<char*>(slots);
+  auto* vals = reinterpret_cast<TVMValue*>(base);
+  auto* codes = reinterpret_cast<int*>(base + 8 * static_cast<size_t>(cap));
+  auto* out = reinterpret_cast<jlong*>(base + 12 * static_cast<size_t>(cap));
   Arena arena;
-  if (n > 0) {
-    static_assert(sizeof(TVMValue) == sizeof(jlong), "TVMValue is one 64-bit slot");
-    env->GetLongArrayRegion(jvals, 0, n, reinterpret_cast<jlong*>(args.vals));
-    env->GetIntArrayRegion(jcodes, 0, n, reinterpret_cast<jint*>(args.codes));
+  TVMByteArray inline_bytes[kInlineArgs];
+  std::vector<TVMByteArray> heap_bytes;
+  TVMByteArray* bytes = inline_bytes;
+  if (n > kInlineArgs) {
+    heap_bytes.resize(n);
+    bytes = heap_bytes.data();
   }
   for (int i = 0; i < n; ++i) {
-    int c = args.codes[i];
+    int c = codes[i];
     if (c == kStr) {
       auto* s = static_cast<jstring>(env->GetObjectArrayElement(refs, i));
-      args.vals[i].v_str = ToUtf8(env, s, &arena);
+      vals[i].v_str = ToUtf8(env, s, &arena);
       env->DeleteLocalRef(s);
     } else if (c == kBytes) {
       auto* b = static_cast<jbyteArray>(env->GetObjectArrayElement(refs, i));
@@ -118,18 +128,19 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, j
       char* data = arena.Alloc(static_cast<size_t>(len) + 1);
       env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(data));
       env->DeleteLocalRef(b);
-      args.bytes[i].data = data;
-      args.bytes[i].size = static_cast<size_t>(len);
-      args.vals[i].v_handle = &args.bytes[i];
+      bytes[i].data = data;
+      bytes[i].size = static_cast<size_t>(len);
+      vals[i].v_handle = &bytes[i];
     }
   }
   TVMValue ret;
   int code = kTVMNullptr;
-  if (TVMFuncCall(reinterpret_cast<void*>(fn), args.vals, args.codes, n, &ret, &code) != 0) {
+  if (TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, n, &ret, &code) != 0) {
     ThrowLastError(env);
     return nullptr;
   }
-  jlong out[2] = {ret.v_int64, code};
+  out[0] = ret.v_int64;
+  out[1] = code;
   jobject result = nullptr;
   if (code == kTVMStr) {
     result = NewStringUtf8(env, ret.v_str, std::strlen(ret.v_str));
@@ -145,7 +156,6 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, j
     out[0] = static_cast<jlong>(ret.v_type.code | (ret.v_type.bits << 8) |
                                 (static_cast<uint32_t>(ret.v_type.lanes) << 16));
   }
-  env->SetLongArrayRegion(jret, 0, 2, out);
   return result;
 }
 

@@ -34,7 +34,9 @@ struct Globals {
   jmethodID errors_from_native = nullptr;     // static Throwable fromNative(String)
   jmethodID callbacks_invoke4 = nullptr;      // static Frame invoke4(Callback, int, int, long x4)
   jmethodID callbacks_invoke_n = nullptr;     // static Frame invokeN(Callback, long[], int[], Object[])
-  jmethodID callbacks_released = nullptr;     // static void released(Callback)
+  jmethodID callbacks_released = nullptr;     // static void released(Object)
+  jmethodID callbacks_invoke_long = nullptr;  // static long invokeLong(LongCallback, long)
+  jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)
   jmethodID ffi_exception_init = nullptr;     // FFIException(String kind, String message)
   jfieldID frame_ret_code = nullptr;
   jfieldID frame_ret_value = nullptr;

@@ -42,7 +42,11 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
       g.callbacks_class, "invokeN",
       "(Lorg/polyffi/Callback;[J[I[Ljava/lang/Object;)Lorg/polyffi/Callbacks$Frame;");
   g.callbacks_released =
-      env->GetStaticMethodID(g.callbacks_class, "released", "(Lorg/polyffi/Callback;)V");
+      env->GetStaticMethodID(g.callbacks_class, "released", "(Ljava/lang/Object;)V");
+  g.callbacks_invoke_long =
+      env->GetStaticMethodID(g.callbacks_class, "invokeLong", "(Lorg/polyffi/LongCallback;J)J");
+  g.callbacks_stash = env->GetStaticMethodID(g.callbacks_class, "stash",
+                                             "(Ljava/lang/Throwable;)Ljava/lang/String;");
   g.ffi_exception_init = env->GetMethodID(g.ffi_exception_class, "<init>",
                                           "(Ljava/lang/String;Ljava/lang/String;)V");
   g.frame_ret_code = env->GetFieldID(g.frame_class, "retCode", "I");
@@ -50,7 +54,8 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   g.frame_ret_ref = env->GetFieldID(g.frame_class, "retRef", "Ljava/lang/Object;");
   g.frame_ret_owned = env->GetFieldID(g.frame_class, "retOwned", "Z");
   if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_invoke_n ||
-      !g.callbacks_released || !g.ffi_exception_init || !g.frame_ret_code ||
+      !g.callbacks_released || !g.callbacks_invoke_long || !g.callbacks_stash ||
+      !g.ffi_exception_init || !g.frame_ret_code ||
       !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned) {
     return JNI_ERR;
   }

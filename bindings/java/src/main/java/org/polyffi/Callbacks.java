@@ -66,11 +66,26 @@ final class Callbacks {
   }
 
   /** The runtime dropped the function made from cb (the glue then deletes its reference). */
-  static void released(Callback cb) {
+  static void released(Object cb) {
     try {
-      cb.release();
+      if (cb instanceof Callback) ((Callback) cb).release();
+      else ((LongCallback) cb).release();
     } catch (Throwable ignored) {
       // a finalizer has nobody to report to
+    }
+  }
+
+  /** The LongCallback fast path: exceptions propagate to the glue, which calls stash(). */
+  static long invokeLong(LongCallback cb, long x) throws Exception {
+    return cb.invoke(x);
+  }
+
+  /** Keeps t for this thread (Errors) and returns its "Kind: message" text for C. */
+  static String stash(Throwable t) {
+    try {
+      return Errors.stash(t);
+    } catch (Throwable again) {
+      return "RuntimeError: polyffi: callback failed and its error could not be described";
     }
   }
 

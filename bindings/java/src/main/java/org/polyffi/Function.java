@@ -51,6 +51,15 @@ public final class Function extends Handle {
     return new Function(Native.createCallback(cb), true);
   }
 
+  /**
+   * A function that calls cb with one int argument: the callback fast path (no boxing, no
+   * allocation per call). Other arguments are a TypeError.
+   */
+  public static Function convertLong(LongCallback cb) {
+    Objects.requireNonNull(cb, "cb");
+    return new Function(Native.createLongCallback(cb), true);
+  }
+
   /** Registers cb as a global function; returns the function (the caller closes it). */
   public static Function register(String name, Callback cb, boolean override) {
     Function f = convert(cb);
@@ -89,8 +98,8 @@ public final class Function extends Handle {
     Values.Frame f = frames.push(n);
     try {
       for (int i = 0; i < n; i++) Values.pack(f, i, args[i]);
-      Object ref = Native.call(h, f.vals, f.codes, f.refs, n, f.ret);
-      return Values.result(ref, f.ret);
+      Object ref = Native.call(h, f.addr, f.cap, f.refs, n);
+      return Values.result(ref, f);
     } finally {
       frames.pop(f);
       Reference.reachabilityFence(this);

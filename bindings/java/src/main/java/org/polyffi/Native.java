@@ -15,9 +15,12 @@ final class Native {
 
   static native String lastError();
 
-  // function: generic path. vals/codes/refs describe n packed arguments; ret receives
-  // {value, type code}; str/bytes results are returned, everything else is left in ret.
-  static native Object call(long fn, long[] vals, int[] codes, Object[] refs, int n, long[] ret);
+  // function: generic path. slots is the address of a Values.Frame buffer: TVMValue[cap], then
+  // int[cap] codes, then the result (value, code); refs holds the String / byte[] arguments.
+  // str/bytes results are returned, everything else is left in the buffer.
+  static native Object call(long fn, long slots, int cap, Object[] refs, int n);
+
+  static native long address(ByteBuffer direct);
 
   // function: primitive fast paths (no boxing, no allocation; stack TVMValue arrays).
   static native long callL0(long fn);
@@ -55,6 +58,8 @@ final class Native {
 
   // callback
   static native long createCallback(Callback cb);
+
+  static native long createLongCallback(LongCallback cb);
 
   // registry
   static native long getGlobal(String name);

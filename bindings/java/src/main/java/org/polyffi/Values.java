@@ -1,5 +1,7 @@
 package org.polyffi;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -18,22 +20,45 @@ final class Values {
       DLTENSOR = 7, OBJECT = 8, MODULE = 9, FUNCTION = 10, STR = 11, BYTES = 12, NDARRAY = 13,
       RVALUE_REF = 14, BOOL = 15;
 
-  /** Argument slots of one call; one per nesting depth per thread, reused. */
+  /**
+   * Argument slots of one call, one per nesting depth per thread, reused. The slots live in a
+   * direct buffer the glue reads in place as TVMValue[cap] followed by int[cap] type codes and
+   * the result (value, code): no JNI array copies on the call path.
+   */
   static final class Frame {
-    long[] vals = new long[8];
-    int[] codes = new int[8];
-    Object[] refs = new Object[8];
-    final long[] ret = new long[2];
+    ByteBuffer buf;
+    long addr;
+    int cap;
+    Object[] refs;
     boolean hasRefs;
     ArrayList<Handle> temps;
 
+    Frame() {
+      alloc(8);
+    }
+
+    private void alloc(int n) {
+      cap = n;
+      buf = ByteBuffer.allocateDirect(12 * n + 16).order(ByteOrder.nativeOrder());
+      addr = Native.address(buf);
+      refs = new Object[n];
+    }
+
     void ensure(int n) {
-      if (vals.length < n) {
-        int cap = Math.max(n, vals.length * 2);
-        vals = new long[cap];
-        codes = new int[cap];
-        refs = new Object[cap];
-      }
+      if (cap < n) alloc(Math.max(n, cap * 2));
+    }
+
+    void set(int i, long value, int code) {
+      buf.putLong(8 * i, value);
+      buf.putInt(8 * cap + 4 * i, code);
+    }
+
+    long retValue() {
+      return buf.getLong(12 * cap);
+    }
+
+    int retCode() {
+      return buf.getInt(12 * cap + 8);
     }
 
     void temp(Handle h) {
@@ -78,68 +103,54 @@ final class Values {
 
   /** Packs args[i] into slot i of f; unsupported types are a TypeError naming the argument. */
   static void pack(Frame f, int i, Object a) {
-    long[] v = f.vals;
-    int[] c = f.codes;
     if (a instanceof Long) {
-      v[i] = (Long) a;
-      c[i] = INT;
+      f.set(i, (Long) a, INT);
     } else if (a instanceof Integer || a instanceof Short || a instanceof Byte) {
-      v[i] = ((Number) a).longValue();
-      c[i] = INT;
+      f.set(i, ((Number) a).longValue(), INT);
     } else if (a instanceof Double || a instanceof Float) {
-      v[i] = Double.doubleToRawLongBits(((Number) a).doubleValue());
-      c[i] = FLOAT;
+      f.set(i, Double.doubleToRawLongBits(((Number) a).doubleValue()), FLOAT);
     } else if (a instanceof String) {
       String s = (String) a;
       if (s.indexOf('\0') >= 0) {
         // A string with NUL bytes travels as a runtime.String object (ABI.md section 6).
         Handle tmp = runtimeString(s);
         f.temp(tmp);
-        v[i] = tmp.handle();
-        c[i] = OBJECT;
+        f.set(i, tmp.handle(), OBJECT);
       } else {
         f.refs[i] = s;
         f.hasRefs = true;
-        c[i] = STR;
+        f.set(i, 0, STR);
       }
     } else if (a instanceof Boolean) {
-      v[i] = ((Boolean) a) ? 1 : 0;
-      c[i] = BOOL;
+      f.set(i, ((Boolean) a) ? 1 : 0, BOOL);
     } else if (a == null) {
-      v[i] = 0;
-      c[i] = NULL;
+      f.set(i, 0, NULL);
     } else if (a instanceof Handle) {
       Handle h = (Handle) a;
-      v[i] = h.handle();
-      c[i] = h.typeCode();
+      f.set(i, h.handle(), h.typeCode());
     } else if (a instanceof byte[]) {
       f.refs[i] = a;
       f.hasRefs = true;
-      c[i] = BYTES;
+      f.set(i, 0, BYTES);
     } else if (a instanceof Device) {
-      v[i] = ((Device) a).packed();
-      c[i] = DEVICE;
+      f.set(i, ((Device) a).packed(), DEVICE);
     } else if (a instanceof DataType) {
-      v[i] = ((DataType) a).packed();
-      c[i] = DTYPE;
-    } else if (a instanceof Callback) {
-      Function fn = Function.convert((Callback) a);
+      f.set(i, ((DataType) a).packed(), DTYPE);
+    } else if (a instanceof Callback || a instanceof LongCallback) {
+      Function fn = a instanceof Callback ? Function.convert((Callback) a)
+          : Function.convertLong((LongCallback) a);
       f.temp(fn);
-      v[i] = fn.handle();
-      c[i] = FUNCTION;
+      f.set(i, fn.handle(), FUNCTION);
     } else if (a instanceof List) {
       ArrayObject arr = toArray((List<?>) a);
       f.temp(arr);
-      v[i] = arr.handle();
-      c[i] = OBJECT;
+      f.set(i, arr.handle(), OBJECT);
     } else if (a instanceof Map) {
       MapObject m = toMap((Map<?, ?>) a);
       f.temp(m);
-      v[i] = m.handle();
-      c[i] = OBJECT;
+      f.set(i, m.handle(), OBJECT);
     } else if (a instanceof OpaqueHandle) {
-      v[i] = ((OpaqueHandle) a).address();
-      c[i] = OPAQUE;
+      f.set(i, ((OpaqueHandle) a).address(), OPAQUE);
     } else {
       throw new FFIException(
           "TypeError",
@@ -152,17 +163,17 @@ final class Values {
   /** A runtime.String object holding s (kept as an object, not converted back). */
   static ObjectRef runtimeString(String s) {
     Function f = builtin("runtime.String");
-    Values.Frames frames = FRAMES.get();
+    Frames frames = FRAMES.get();
     Frame fr = frames.push(1);
     try {
       fr.refs[0] = Utf8.encode(s);
       fr.hasRefs = true;
-      fr.codes[0] = BYTES;
-      Native.call(f.handle(), fr.vals, fr.codes, fr.refs, 1, fr.ret);
-      if (fr.ret[1] != OBJECT) {
-        throw new FFIException("TypeError", "runtime.String returned type code " + fr.ret[1]);
+      fr.set(0, 0, BYTES);
+      Native.call(f.handle(), fr.addr, fr.cap, fr.refs, 1);
+      if (fr.retCode() != OBJECT) {
+        throw new FFIException("TypeError", "runtime.String returned type code " + fr.retCode());
       }
-      return new ObjectRef(fr.ret[0], true);
+      return new ObjectRef(fr.retValue(), true);
     } finally {
       frames.pop(fr);
     }
@@ -187,11 +198,11 @@ final class Values {
 
   // ---- packed -> Java ---------------------------------------------------------------------
 
-  /** The result of Native.call: ref is the String / byte[] for those codes, else ret holds it. */
-  static Object result(Object ref, long[] ret) {
-    int code = (int) ret[1];
+  /** The result of Native.call: ref is the String / byte[] for those codes, else f holds it. */
+  static Object result(Object ref, Frame f) {
+    int code = f.retCode();
     if (code == STR || code == BYTES) return ref;
-    return unpack(code, ret[0], true);
+    return unpack(code, f.retValue(), true);
   }
 
   /** A value owned by the caller (owned = true) or borrowed for a callback (owned = false). */

@@ -166,4 +166,39 @@ class CallbackTest {
       assertTrue(e.getMessage().contains("java.lang.Object"), e.getMessage());
     }
   }
+
+  @Test
+  void longCallbackFastPath() {
+    AtomicInteger released = new AtomicInteger();
+    IllegalStateException boom = new IllegalStateException("long boom");
+    LongCallback square = new LongCallback() {
+      @Override
+      public long invoke(long x) {
+        if (x < 0) throw boom;
+        return x * x;
+      }
+
+      @Override
+      public void release() {
+        released.incrementAndGet();
+      }
+    };
+    try (Function callN = Function.getGlobal("testing.call_n");
+        Function apply = Function.getGlobal("testing.apply");
+        Function onThread = Function.getGlobal("testing.call_on_thread")) {
+      try (Function f = Function.convertLong(square)) {
+        assertEquals(285L, callN.call(f, 10L)); // 0 + 1 + 4 + ... + 81
+        assertEquals(49L, apply.call(f, 7L));
+        assertEquals(36L, onThread.call(f, 6L));
+        assertSame(boom, assertThrows(IllegalStateException.class, () -> apply.call(f, -1L)));
+        FFIException arity = assertThrows(FFIException.class, () -> apply.call(f, 1L, 2L));
+        assertEquals("TypeError", arity.getKind());
+        FFIException type = assertThrows(FFIException.class, () -> apply.call(f, "x"));
+        assertTrue(type.getMessage().contains("argument 0 is str"), type.getMessage());
+      }
+      assertEquals(1, released.get());
+      // a plain lambda passed as an argument becomes a function for the call
+      assertEquals(45L, callN.call((LongCallback) x -> x, 10L));
+    }
+  }
 }
