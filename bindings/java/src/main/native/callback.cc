@@ -23,8 +23,8 @@ int FailPending(JNIEnv* env) {
   std::string text = "RuntimeError: polyffi: a Java error escaped the callback";
   if (t != nullptr) {
     jclass cls = env->GetObjectClass(t);
-    jmethodID get_name = env->GetMethodID(env->FindClass("java/lang/Class"), "getName",
-                                          "()Ljava/lang/String;");
+    jmethodID get_name =
+        env->GetMethodID(env->FindClass("java/lang/Class"), "getName", "()Ljava/lang/String;");
     if (get_name != nullptr) {
       auto* name = static_cast<jstring>(env->CallObjectMethod(cls, get_name));
       if (name != nullptr && !env->ExceptionCheck()) text += " (" + ToUtf8String(env, name) + ")";
@@ -142,8 +142,8 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
     }
     env->SetLongArrayRegion(vals, 0, num_args, v.data());
     env->SetIntArrayRegion(codes, 0, num_args, c.data());
-    frame = env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_invoke_n, cb, vals, codes,
-                                        refs);
+    frame =
+        env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_invoke_n, cb, vals, codes, refs);
   }
   if (env->ExceptionCheck() || frame == nullptr) {
     int rc = FailPending(env);
@@ -178,8 +178,8 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
     bytes.size = static_cast<size_t>(len);
     value.v_handle = &bytes;
   }
-  bool scalar = code == kTVMArgInt || code == kTVMArgFloat || code == kTVMArgBool ||
-                code == kTVMNullptr;
+  bool scalar =
+      code == kTVMArgInt || code == kTVMArgFloat || code == kTVMArgBool || code == kTVMNullptr;
   bool owned = !scalar && env->GetBooleanField(frame, g.frame_ret_owned);
   int rc = TVMCFuncSetReturn(ret, &value, &code, 1);
   if (owned) FreeByCode(code, value.v_handle);
@@ -194,11 +194,12 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
 // Callbacks.stash and crosses C as "Kind: message".
 int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
                    void* resource) {
-  if (num_args != 1 || (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt &&
-                        type_codes[0] != kTVMArgBool)) {
+  if (num_args != 1 ||
+      (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt && type_codes[0] != kTVMArgBool)) {
     std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
                        std::to_string(num_args) + " argument(s)";
-    if (num_args >= 1) text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
+    if (num_args >= 1)
+      text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
     TVMAPISetLastError(text.c_str());
     return -1;
   }
@@ -209,7 +210,8 @@ int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHan
   if (env->ExceptionCheck()) {
     jthrowable t = env->ExceptionOccurred();
     env->ExceptionClear();
-    auto* text = static_cast<jstring>(env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_stash, t));
+    auto* text =
+        static_cast<jstring>(env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_stash, t));
     if (env->ExceptionCheck() || text == nullptr) {
       env->ExceptionClear();
       TVMAPISetLastError("RuntimeError: polyffi: callback failed");
@@ -244,7 +246,7 @@ void Finalizer(void* resource) {
 }  // namespace
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createCallback(JNIEnv* env, jclass,
-                                                                         jobject cb) {
+                                                                          jobject cb) {
   jobject ref = env->NewGlobalRef(cb);
   if (ref == nullptr) return 0;
   TVMFunctionHandle out = nullptr;
@@ -256,7 +258,7 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createCallback(JNIEnv
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createLongCallback(JNIEnv* env, jclass,
-                                                                             jobject cb) {
+                                                                              jobject cb) {
   jobject ref = env->NewGlobalRef(cb);
   if (ref == nullptr) return 0;
   TVMFunctionHandle out = nullptr;

@@ -37,8 +37,8 @@ struct ArgStorage {
 // A result the fast path cannot return: release it (no leak) and report a TypeError.
 void WrongResult(JNIEnv* env, const char* want, TVMValue ret, int code) {
   FreeByCode(code, ret.v_handle);
-  ThrowFFI(env, "TypeError", std::string("expected ") + want + " result but got " +
-                                 PolyffiTypeCodeName(code));
+  ThrowFFI(env, "TypeError",
+           std::string("expected ") + want + " result but got " + PolyffiTypeCodeName(code));
 }
 
 jlong LongResult(JNIEnv* env, int rc, TVMValue ret, int code) {
@@ -95,15 +95,15 @@ jdouble CallDoubles(JNIEnv* env, jlong fn, const jdouble (&a)[N]) {
 }  // namespace
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_address(JNIEnv* env, jclass,
-                                                                  jobject buffer) {
+                                                                   jobject buffer) {
   return reinterpret_cast<jlong>(env->GetDirectBufferAddress(buffer));
 }
 
 // The generic call. slots: the frame's direct buffer, TVMValue[cap] then int[cap] codes then
 // the result slot; the values are used in place (str / bytes slots are filled in here).
 extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, jclass, jlong fn,
-                                                                 jlong slots, jint cap,
-                                                                 jobjectArray refs, jint n) {
+                                                                  jlong slots, jint cap,
+                                                                  jobjectArray refs, jint n) {
   auto* base = reinterpret_cast<char*>(slots);
   auto* vals = reinterpret_cast<TVMValue*>(base);
   auto* codes = reinterpret_cast<int*>(base + 8 * static_cast<size_t>(cap));
@@ -167,28 +167,28 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL0(JNIEnv* env, j
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL1(JNIEnv* env, jclass, jlong fn,
-                                                                 jlong a) {
+                                                                  jlong a) {
   return CallLongs<1>(env, fn, {a});
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL2(JNIEnv* env, jclass, jlong fn,
-                                                                 jlong a, jlong b) {
+                                                                  jlong a, jlong b) {
   return CallLongs<2>(env, fn, {a, b});
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL3(JNIEnv* env, jclass, jlong fn,
-                                                                 jlong a, jlong b, jlong c) {
+                                                                  jlong a, jlong b, jlong c) {
   return CallLongs<3>(env, fn, {a, b, c});
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL4(JNIEnv* env, jclass, jlong fn,
-                                                                 jlong a, jlong b, jlong c,
-                                                                 jlong d) {
+                                                                  jlong a, jlong b, jlong c,
+                                                                  jlong d) {
   return CallLongs<4>(env, fn, {a, b, c, d});
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callLN(JNIEnv* env, jclass, jlong fn,
-                                                                 jlongArray jargs) {
+                                                                  jlongArray jargs) {
   jsize n = env->GetArrayLength(jargs);
   ArgStorage args(n);
   env->GetLongArrayRegion(jargs, 0, n, reinterpret_cast<jlong*>(args.vals));
@@ -200,23 +200,23 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callLN(JNIEnv* env, j
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD1(JNIEnv* env, jclass, jlong fn,
-                                                                   jdouble a) {
+                                                                    jdouble a) {
   return CallDoubles<1>(env, fn, {a});
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD2(JNIEnv* env, jclass, jlong fn,
-                                                                   jdouble a, jdouble b) {
+                                                                    jdouble a, jdouble b) {
   return CallDoubles<2>(env, fn, {a, b});
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD3(JNIEnv* env, jclass, jlong fn,
-                                                                   jdouble a, jdouble b,
-                                                                   jdouble c) {
+                                                                    jdouble a, jdouble b,
+                                                                    jdouble c) {
   return CallDoubles<3>(env, fn, {a, b, c});
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callDN(JNIEnv* env, jclass, jlong fn,
-                                                                   jdoubleArray jargs) {
+                                                                    jdoubleArray jargs) {
   jsize n = env->GetArrayLength(jargs);
   ArgStorage args(n);
   env->GetDoubleArrayRegion(jargs, 0, n, reinterpret_cast<jdouble*>(args.vals));

@@ -40,7 +40,8 @@ void ThrowFFI(JNIEnv* env, const char* kind, const std::string& message) {
   jstring k = NewStringUtf8(env, kind, std::strlen(kind));
   jstring m = NewStringUtf8(env, message.data(), message.size());
   if (k == nullptr || m == nullptr) return;  // OutOfMemoryError pending
-  auto* e = static_cast<jthrowable>(env->NewObject(g.ffi_exception_class, g.ffi_exception_init, k, m));
+  auto* e =
+      static_cast<jthrowable>(env->NewObject(g.ffi_exception_class, g.ffi_exception_init, k, m));
   if (e != nullptr) env->Throw(e);
 }
 
@@ -49,8 +50,8 @@ void ThrowLastError(JNIEnv* env) {
   if (text == nullptr) text = "TVMError: unknown error";
   jstring s = NewStringUtf8(env, text, std::strlen(text));
   if (s == nullptr) return;
-  auto* t = static_cast<jthrowable>(
-      env->CallStaticObjectMethod(g.errors_class, g.errors_from_native, s));
+  auto* t =
+      static_cast<jthrowable>(env->CallStaticObjectMethod(g.errors_class, g.errors_from_native, s));
   env->DeleteLocalRef(s);
   if (t != nullptr && !env->ExceptionCheck()) env->Throw(t);
 }
@@ -120,7 +121,11 @@ jstring NewStringUtf8(JNIEnv* env, const char* data, size_t size) {
   const auto* s = reinterpret_cast<const unsigned char*>(data);
   for (size_t i = 0; i < size;) {
     uint32_t c = s[i];
-    int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    int extra = c < 0x80           ? 0
+                : (c >> 5) == 0x6  ? 1
+                : (c >> 4) == 0xE  ? 2
+                : (c >> 3) == 0x1E ? 3
+                                   : -1;
     uint32_t cp = extra > 0 ? (c & (0x3Fu >> extra)) : c;
     bool ok = extra >= 0 && i + static_cast<size_t>(extra) < size;
     for (int k = 1; ok && k <= extra; ++k) {

@@ -16,8 +16,21 @@ namespace polyffi_jni {
 
 // Type codes as the Java side spells them (Values.java).
 enum Code {
-  kInt = 0, kUInt = 1, kFloat = 2, kOpaque = 3, kNull = 4, kDType = 5, kDevice = 6, kDLTensor = 7,
-  kObject = 8, kModule = 9, kFunction = 10, kStr = 11, kBytes = 12, kNDArray = 13, kRValueRef = 14,
+  kInt = 0,
+  kUInt = 1,
+  kFloat = 2,
+  kOpaque = 3,
+  kNull = 4,
+  kDType = 5,
+  kDevice = 6,
+  kDLTensor = 7,
+  kObject = 8,
+  kModule = 9,
+  kFunction = 10,
+  kStr = 11,
+  kBytes = 12,
+  kNDArray = 13,
+  kRValueRef = 14,
   kBool = 15
 };
 
@@ -31,9 +44,10 @@ struct Globals {
   jclass ffi_exception_class = nullptr;
   jclass illegal_state_class = nullptr;
   jclass illegal_argument_class = nullptr;
-  jmethodID errors_from_native = nullptr;     // static Throwable fromNative(String)
-  jmethodID callbacks_invoke4 = nullptr;      // static Frame invoke4(Callback, int, int, long x4)
-  jmethodID callbacks_invoke_n = nullptr;     // static Frame invokeN(Callback, long[], int[], Object[])
+  jmethodID errors_from_native = nullptr;  // static Throwable fromNative(String)
+  jmethodID callbacks_invoke4 = nullptr;   // static Frame invoke4(Callback, int, int, long x4)
+  jmethodID callbacks_invoke_n =
+      nullptr;  // static Frame invokeN(Callback, long[], int[], Object[])
   jmethodID callbacks_released = nullptr;     // static void released(Object)
   jmethodID callbacks_invoke_long = nullptr;  // static long invokeLong(LongCallback, long)
   jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)

@@ -47,16 +47,16 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
       env->GetStaticMethodID(g.callbacks_class, "invokeLong", "(Lorg/polyffi/LongCallback;J)J");
   g.callbacks_stash = env->GetStaticMethodID(g.callbacks_class, "stash",
                                              "(Ljava/lang/Throwable;)Ljava/lang/String;");
-  g.ffi_exception_init = env->GetMethodID(g.ffi_exception_class, "<init>",
-                                          "(Ljava/lang/String;Ljava/lang/String;)V");
+  g.ffi_exception_init =
+      env->GetMethodID(g.ffi_exception_class, "<init>", "(Ljava/lang/String;Ljava/lang/String;)V");
   g.frame_ret_code = env->GetFieldID(g.frame_class, "retCode", "I");
   g.frame_ret_value = env->GetFieldID(g.frame_class, "retValue", "J");
   g.frame_ret_ref = env->GetFieldID(g.frame_class, "retRef", "Ljava/lang/Object;");
   g.frame_ret_owned = env->GetFieldID(g.frame_class, "retOwned", "Z");
   if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_invoke_n ||
       !g.callbacks_released || !g.callbacks_invoke_long || !g.callbacks_stash ||
-      !g.ffi_exception_init || !g.frame_ret_code ||
-      !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned) {
+      !g.ffi_exception_init || !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref ||
+      !g.frame_ret_owned) {
     return JNI_ERR;
   }
   return JNI_VERSION_1_8;
@@ -76,7 +76,7 @@ extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_lastError(JNIEnv* e
 }
 
 extern "C" JNIEXPORT jint JNICALL Java_org_polyffi_Native_dtypeParse(JNIEnv* env, jclass,
-                                                                    jstring s) {
+                                                                     jstring s) {
   if (s == nullptr) {
     ThrowFFI(env, "ValueError", "dtype is null");
     return 0;
@@ -91,7 +91,7 @@ extern "C" JNIEXPORT jint JNICALL Java_org_polyffi_Native_dtypeParse(JNIEnv* env
 }
 
 extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_dtypeToString(JNIEnv* env, jclass,
-                                                                          jint packed) {
+                                                                           jint packed) {
   DLDataType t;
   t.code = static_cast<uint8_t>(packed & 0xff);
   t.bits = static_cast<uint8_t>((packed >> 8) & 0xff);

@@ -48,8 +48,8 @@ DLTensor* Tensor(jlong h) { return reinterpret_cast<DLTensor*>(h); }
 }  // namespace
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndEmpty(JNIEnv* env, jclass,
-                                                                  jlongArray jshape, jint dtype,
-                                                                  jlong device) {
+                                                                   jlongArray jshape, jint dtype,
+                                                                   jlong device) {
   jsize ndim = env->GetArrayLength(jshape);
   std::vector<int64_t> shape(ndim);
   env->GetLongArrayRegion(jshape, 0, ndim, reinterpret_cast<jlong*>(shape.data()));
@@ -57,18 +57,15 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndEmpty(JNIEnv* env, 
   TVMArrayHandle out = nullptr;
   int dev_type = static_cast<int>(device & 0xffffffff);
   int dev_id = static_cast<int>(device >> 32);
-  if (!Check(env, TVMArrayAlloc(shape.data(), ndim, t.code, t.bits, t.lanes, dev_type, dev_id,
-                                &out))) {
+  if (!Check(env,
+             TVMArrayAlloc(shape.data(), ndim, t.code, t.bits, t.lanes, dev_type, dev_id, &out))) {
     return 0;
   }
   return reinterpret_cast<jlong>(out);
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndFromBuffer(JNIEnv* env, jclass,
-                                                                       jobject buffer,
-                                                                       jint position,
-                                                                       jlongArray jshape,
-                                                                       jint dtype) {
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndFromBuffer(
+    JNIEnv* env, jclass, jobject buffer, jint position, jlongArray jshape, jint dtype) {
   auto* base = static_cast<char*>(env->GetDirectBufferAddress(buffer));
   if (base == nullptr) {
     ThrowNew(env, g.illegal_argument_class, "NDArray.fromBuffer needs a direct ByteBuffer");
@@ -100,7 +97,7 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndFromBuffer(JNIEnv* 
 }
 
 extern "C" JNIEXPORT jlongArray JNICALL Java_org_polyffi_Native_ndShape(JNIEnv* env, jclass,
-                                                                       jlong h) {
+                                                                        jlong h) {
   DLTensor* t = Tensor(h);
   jlongArray out = env->NewLongArray(t->ndim);
   if (out != nullptr) {
@@ -124,7 +121,7 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_ndByteSize(JNIEnv*, j
 }
 
 extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_ndBuffer(JNIEnv* env, jclass,
-                                                                     jlong h) {
+                                                                      jlong h) {
   DLTensor* t = Tensor(h);
   if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost) {
     ThrowNew(env, g.illegal_state_class, "asByteBuffer needs an array in host memory");
@@ -138,8 +135,8 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_ndBuffer(JNIEnv* en
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_ndCopyFromArray(JNIEnv* env, jclass,
-                                                                         jlong h, jobject array,
-                                                                         jlong nbytes) {
+                                                                          jlong h, jobject array,
+                                                                          jlong nbytes) {
   void* p = env->GetPrimitiveArrayCritical(static_cast<jarray>(array), nullptr);
   if (p == nullptr) return;
   int rc = TVMArrayCopyFromBytes(Tensor(h), p, static_cast<size_t>(nbytes));
@@ -148,8 +145,8 @@ extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_ndCopyFromArray(JNIEnv
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_ndCopyToArray(JNIEnv* env, jclass,
-                                                                       jlong h, jobject array,
-                                                                       jlong nbytes) {
+                                                                        jlong h, jobject array,
+                                                                        jlong nbytes) {
   void* p = env->GetPrimitiveArrayCritical(static_cast<jarray>(array), nullptr);
   if (p == nullptr) return;
   int rc = TVMArrayCopyToBytes(Tensor(h), p, static_cast<size_t>(nbytes));

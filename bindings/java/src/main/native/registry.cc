@@ -4,7 +4,7 @@
 using namespace polyffi_jni;
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_getGlobal(JNIEnv* env, jclass,
-                                                                    jstring name) {
+                                                                     jstring name) {
   Arena arena;
   TVMFunctionHandle out = nullptr;
   if (!Check(env, TVMFuncGetGlobal(ToUtf8(env, name, &arena), &out))) return 0;
@@ -12,15 +12,15 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_getGlobal(JNIEnv* env
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_registerGlobal(JNIEnv* env, jclass,
-                                                                        jstring name, jlong fn,
-                                                                        jboolean override) {
+                                                                         jstring name, jlong fn,
+                                                                         jboolean override) {
   Arena arena;
   Check(env, TVMFuncRegisterGlobal(ToUtf8(env, name, &arena), reinterpret_cast<void*>(fn),
                                    override ? 1 : 0));
 }
 
 extern "C" JNIEXPORT jobjectArray JNICALL Java_org_polyffi_Native_listGlobalNames(JNIEnv* env,
-                                                                                 jclass) {
+                                                                                  jclass) {
   int size = 0;
   const char** names = nullptr;
   if (!Check(env, TVMFuncListGlobalNames(&size, &names))) return nullptr;
@@ -38,13 +38,13 @@ extern "C" JNIEXPORT jobjectArray JNICALL Java_org_polyffi_Native_listGlobalName
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_removeGlobal(JNIEnv* env, jclass,
-                                                                      jstring name) {
+                                                                       jstring name) {
   Arena arena;
   Check(env, TVMFuncRemoveGlobal(ToUtf8(env, name, &arena)));
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_modLoad(JNIEnv* env, jclass,
-                                                                  jstring path, jstring format) {
+                                                                   jstring path, jstring format) {
   Arena arena;
   const char* p = ToUtf8(env, path, &arena);
   const char* f = ToUtf8(env, format, &arena);
@@ -54,8 +54,8 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_modLoad(JNIEnv* env, 
 }
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_modGetFunction(JNIEnv* env, jclass,
-                                                                         jlong mod, jstring name,
-                                                                         jboolean query_imports) {
+                                                                          jlong mod, jstring name,
+                                                                          jboolean query_imports) {
   Arena arena;
   TVMFunctionHandle out = nullptr;
   if (!Check(env, TVMModGetFunction(reinterpret_cast<void*>(mod), ToUtf8(env, name, &arena),
@@ -66,6 +66,6 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_modGetFunction(JNIEnv
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_modImport(JNIEnv* env, jclass, jlong mod,
-                                                                   jlong dep) {
+                                                                    jlong dep) {
   Check(env, TVMModImport(reinterpret_cast<void*>(mod), reinterpret_cast<void*>(dep)));
 }
