@@ -41,6 +41,11 @@ public final class DigitsApp implements AutoCloseable {
   private final ExecutorService executor;
 
   public DigitsApp(DigitsModel model, String host, int port, int threads) throws IOException {
+    // The JDK server writes headers and body separately: without TCP_NODELAY every keep-alive
+    // response waits for the client's delayed ACK (~40 ms).
+    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+      System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
     this.model = model;
     server = HttpServer.create(new InetSocketAddress(host, port), 128);
     executor = Executors.newFixedThreadPool(threads);
