@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Java benchmarks in one go (see docs/performance_java.md):
 #   1. JMH on JDK 17 (polyffi, plain JNI, JNA direct)   2. JMH on JDK 25 (the same + FFM)
-#   3. the soak (10M calls per path, 1M callback create/close)   4. digits-jvm under wrk for 20 s
-# Usage: bench/java/run.sh [jmh|jmh25|soak|load]...   (default: all four)
+#   3. paired ratios (alternating bursts, median of 31 rounds: robust to a loaded machine)
+#   4. the soak (10M calls per path, 1M callback create/close)   5. digits-jvm under wrk for 20 s
+# Usage: bench/java/run.sh [jmh|jmh25|paired|soak|load]...   (default: all five)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 jdk25=${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}
 jmh_args=(-f 1 -wi 3 -w 1s -i 5 -r 1s -tu ns -bm avgt)
-steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(jmh jmh25 soak load)
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(jmh jmh25 paired soak load)
 mvn_q=(mvn -B -ntp -q -Dstyle.color=never)
 
 [ -f "$root/build/lib/libbench_baseline.so" ] || "$root/ci/build.sh" "$root/build" >/dev/null
@@ -28,6 +29,9 @@ for step in "${steps[@]}"; do
       echo "== JMH, $("$jdk25/bin/java" -version 2>&1 | head -1)"
       "$jdk25/bin/java" --enable-native-access=ALL-UNNAMED -cp "$here/target25/classes:$here/target25/lib/*" \
         org.openjdk.jmh.Main "${jmh_args[@]}" -jvmArgsAppend "-Dpolyffi.root=$root" 'CallBench|FfmBench' ;;
+    paired)
+      echo "== paired ratios, $(java -version 2>&1 | head -1)"
+      java -Xms256m -Xmx256m -cp "${cp[@]}" org.polyffi.bench.Paired ;;
     soak)
       echo "== soak"
       # A fixed, pre-touched heap: any RSS growth is native memory, not the heap growing.
