@@ -35,6 +35,9 @@ int FailPending(JNIEnv* env) {
   return -1;
 }
 
+// Callbacks.IN_FRAME: invoke4's "read the result from the frame".
+constexpr jlong kInFrame = static_cast<jlong>(0x800000005EEDF00DULL);
+
 bool Simple(int code) {
   switch (code) {
     case kTVMArgInt:
@@ -99,8 +102,16 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
       if (c == kTVMDataType) a[i] &= 0xffffffffLL;
       packed |= c << (8 * i);
     }
-    frame = env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_invoke4, cb, num_args,
+    jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke4, cb, num_args,
                                         packed, a[0], a[1], a[2], a[3]);
+    if (env->ExceptionCheck()) return FailPending(env);
+    if (r != kInFrame) {  // an int result: nothing else to read
+      TVMValue v;
+      v.v_int64 = r;
+      int code = kTVMArgInt;
+      return TVMCFuncSetReturn(ret, &v, &code, 1) == 0 ? 0 : -1;
+    }
+    frame = env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_last_frame);
   } else {
     jlongArray vals = env->NewLongArray(num_args);
     jintArray codes = env->NewIntArray(num_args);

@@ -44,8 +44,9 @@ struct Globals {
   jclass ffi_exception_class = nullptr;
   jclass illegal_state_class = nullptr;
   jclass illegal_argument_class = nullptr;
-  jmethodID errors_from_native = nullptr;  // static Throwable fromNative(String)
-  jmethodID callbacks_invoke4 = nullptr;   // static Frame invoke4(Callback, int, int, long x4)
+  jmethodID errors_from_native = nullptr;    // static Throwable fromNative(String)
+  jmethodID callbacks_invoke4 = nullptr;     // static long invoke4(Callback, int, int, long x4)
+  jmethodID callbacks_last_frame = nullptr;  // static Frame lastFrame()
   jmethodID callbacks_invoke_n =
       nullptr;  // static Frame invokeN(Callback, long[], int[], Object[])
   jmethodID callbacks_released = nullptr;     // static void released(Object)

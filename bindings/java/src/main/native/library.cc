@@ -36,8 +36,10 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   }
   g.errors_from_native = env->GetStaticMethodID(g.errors_class, "fromNative",
                                                 "(Ljava/lang/String;)Ljava/lang/Throwable;");
-  g.callbacks_invoke4 = env->GetStaticMethodID(
-      g.callbacks_class, "invoke4", "(Lorg/polyffi/Callback;IIJJJJ)Lorg/polyffi/Callbacks$Frame;");
+  g.callbacks_invoke4 =
+      env->GetStaticMethodID(g.callbacks_class, "invoke4", "(Lorg/polyffi/Callback;IIJJJJ)J");
+  g.callbacks_last_frame =
+      env->GetStaticMethodID(g.callbacks_class, "lastFrame", "()Lorg/polyffi/Callbacks$Frame;");
   g.callbacks_invoke_n = env->GetStaticMethodID(
       g.callbacks_class, "invokeN",
       "(Lorg/polyffi/Callback;[J[I[Ljava/lang/Object;)Lorg/polyffi/Callbacks$Frame;");
@@ -53,10 +55,10 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   g.frame_ret_value = env->GetFieldID(g.frame_class, "retValue", "J");
   g.frame_ret_ref = env->GetFieldID(g.frame_class, "retRef", "Ljava/lang/Object;");
   g.frame_ret_owned = env->GetFieldID(g.frame_class, "retOwned", "Z");
-  if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_invoke_n ||
-      !g.callbacks_released || !g.callbacks_invoke_long || !g.callbacks_stash ||
-      !g.ffi_exception_init || !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref ||
-      !g.frame_ret_owned) {
+  if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_last_frame ||
+      !g.callbacks_invoke_n || !g.callbacks_released || !g.callbacks_invoke_long ||
+      !g.callbacks_stash || !g.ffi_exception_init || !g.frame_ret_code || !g.frame_ret_value ||
+      !g.frame_ret_ref || !g.frame_ret_owned) {
     return JNI_ERR;
   }
   return JNI_VERSION_1_8;

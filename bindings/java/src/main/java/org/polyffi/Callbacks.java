@@ -22,25 +22,49 @@ final class Callbacks {
 
   private static final ThreadLocal<Frame> FRAME = ThreadLocal.withInitial(Frame::new);
 
-  /** Up to four arguments without strings or bytes; codes packed 8 bits each. */
-  static Frame invoke4(Callback cb, int n, int codes, long a0, long a1, long a2, long a3) {
-    Frame fr = FRAME.get();
-    Object[] args = new Object[n];
-    List<Handle> borrowed = fr.borrowed;
-    int mark = borrowed.size();
+  /**
+   * invoke4's answer "the result is in this thread's Frame" (see lastFrame). Any other value is
+   * an int result, returned without touching a thread-local or a field.
+   */
+  static final long IN_FRAME = 0x8000_0000_5EED_F00DL;
+
+  static boolean isHandleCode(int c) {
+    return c == Values.DLTENSOR || c == Values.OBJECT || c == Values.MODULE
+        || c == Values.FUNCTION || c == Values.NDARRAY;
+  }
+
+  /**
+   * Up to four arguments without strings or bytes; codes packed 8 bits each. Scalar arguments
+   * and a Long result take no thread-local and no frame.
+   */
+  static long invoke4(Callback cb, int n, int codes, long a0, long a1, long a2, long a3) {
+    boolean handles = false;
+    for (int i = 0; i < n; i++) handles |= isHandleCode((codes >>> (8 * i)) & 0xff);
+    List<Handle> borrowed = handles ? FRAME.get().borrowed : null;
+    int mark = handles ? borrowed.size() : 0;
     try {
+      Object[] args = new Object[n];
       if (n > 0) args[0] = arg(borrowed, codes & 0xff, a0);
       if (n > 1) args[1] = arg(borrowed, (codes >>> 8) & 0xff, a1);
       if (n > 2) args[2] = arg(borrowed, (codes >>> 16) & 0xff, a2);
       if (n > 3) args[3] = arg(borrowed, (codes >>> 24) & 0xff, a3);
       Object r = cb.invoke(args);
-      packReturn(fr, r);
+      if (r instanceof Long) {
+        long v = (Long) r;
+        if (v != IN_FRAME) return v;
+      }
+      packReturn(FRAME.get(), r);
     } catch (Throwable t) {
-      fail(fr, t);
+      fail(FRAME.get(), t);
     } finally {
-      release(borrowed, mark);
+      if (handles) release(borrowed, mark);
     }
-    return fr;
+    return IN_FRAME;
+  }
+
+  /** The Frame invoke4 left its result in. */
+  static Frame lastFrame() {
+    return FRAME.get();
   }
 
   /** Any arguments: refs[i] holds the String / byte[] of str / bytes slots. */
@@ -91,7 +115,7 @@ final class Callbacks {
 
   private static Object arg(List<Handle> borrowed, int code, long v) {
     Object o = Values.unpack(code, v, false);
-    if (o instanceof Handle) borrowed.add((Handle) o);
+    if (o instanceof Handle) borrowed.add((Handle) o); // borrowed != null: a handle code
     return o;
   }
 

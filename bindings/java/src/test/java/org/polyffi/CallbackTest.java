@@ -201,4 +201,18 @@ class CallbackTest {
       assertEquals(45L, callN.call((LongCallback) x -> x, 10L));
     }
   }
+
+  @Test
+  void everyLongResultRoundTripsIncludingTheFrameMarker() {
+    try (Function apply = Function.getGlobal("testing.apply")) {
+      for (long v : new long[] {0, -1, Long.MIN_VALUE, Long.MAX_VALUE, Callbacks.IN_FRAME}) {
+        try (Function f = Function.convert(args -> v)) {
+          assertEquals(v, apply.call(f));
+        }
+      }
+      try (Function f = Function.convert(args -> 7)) { // Integer: through the frame
+        assertEquals(7L, apply.call(f));
+      }
+    }
+  }
 }
