@@ -2,7 +2,6 @@ package org.polyffi;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -32,19 +31,22 @@ class ThreadsTest {
           daemon.add(Thread.currentThread().isDaemon());
           return (Long) args[0] + 1;
         })) {
-      onThread.call(f, 0L); // warm up: class loading, JIT threads
-      Thread.sleep(100);
-      int before = ManagementFactory.getThreadMXBean().getThreadCount();
       for (long i = 0; i < 1000; i++) assertEquals(i + 1, onThread.call(f, i));
-      int after = ManagementFactory.getThreadMXBean().getThreadCount();
-      for (int i = 0; i < 50 && after > before; i++) {
+      // every native thread was attached as "polyffi-native" and detached when it ended
+      long attached = nativeThreads();
+      for (int i = 0; i < 100 && attached > 0; i++) {
         Thread.sleep(20);
-        after = ManagementFactory.getThreadMXBean().getThreadCount();
+        attached = nativeThreads();
       }
-      assertTrue(after <= before, "threads before " + before + ", after 1000 native calls " + after);
+      assertEquals(0, attached, "native threads still attached after 1000 calls");
     }
     assertEquals(Set.of("polyffi-native"), names);
     assertEquals(Set.of(true), daemon);
+  }
+
+  static long nativeThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().equals("polyffi-native")).count();
   }
 
   @Test
