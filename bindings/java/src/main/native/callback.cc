@@ -15,23 +15,23 @@ int Fail(const char* text) {
   return -1;
 }
 
-// A Java exception that escaped Callbacks (e.g. OutOfMemoryError before its catch): cleared
-// and reported by kind, never left pending on a native thread.
+// A Java exception pending after an upcall (thrown by a LongCallback, or an error such as
+// OutOfMemoryError that escaped Callbacks' own catch): handed to Callbacks.stash, so it crosses C
+// as "Kind: message" and the outer call can rethrow the same object; never left pending.
 int FailPending(JNIEnv* env) {
   jthrowable t = env->ExceptionOccurred();
   env->ExceptionClear();
-  std::string text = "RuntimeError: polyffi: a Java error escaped the callback";
-  if (t != nullptr) {
-    jclass cls = env->GetObjectClass(t);
-    jmethodID get_name =
-        env->GetMethodID(env->FindClass("java/lang/Class"), "getName", "()Ljava/lang/String;");
-    if (get_name != nullptr) {
-      auto* name = static_cast<jstring>(env->CallObjectMethod(cls, get_name));
-      if (name != nullptr && !env->ExceptionCheck()) text += " (" + ToUtf8String(env, name) + ")";
-    }
+  if (t == nullptr) return Fail("RuntimeError: polyffi: the callback failed");
+  auto* text =
+      static_cast<jstring>(env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_stash, t));
+  if (env->ExceptionCheck() || text == nullptr) {
     env->ExceptionClear();
+    TVMAPISetLastError("RuntimeError: polyffi: a Java error escaped the callback");
+  } else {
+    TVMAPISetLastError(ToUtf8String(env, text).c_str());
+    env->DeleteLocalRef(text);
   }
-  TVMAPISetLastError(text.c_str());
+  env->DeleteLocalRef(t);
   return -1;
 }
 
@@ -79,7 +79,6 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
     if (c == kTVMStr || c == kTVMBytes) {
       simple = false;
     } else if (!Simple(c) && c != kTVMObjectRValueRefArg) {
-      env->PopLocalFrame(nullptr);
       std::string text = "TypeError: polyffi: callback argument " + std::to_string(i) +
                          " has unknown type code " + std::to_string(c);
       TVMAPISetLastError(text.c_str());
@@ -218,21 +217,7 @@ int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHan
   if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
   jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke_long,
                                       static_cast<jobject>(resource), args[0].v_int64);
-  if (env->ExceptionCheck()) {
-    jthrowable t = env->ExceptionOccurred();
-    env->ExceptionClear();
-    auto* text =
-        static_cast<jstring>(env->CallStaticObjectMethod(g.callbacks_class, g.callbacks_stash, t));
-    if (env->ExceptionCheck() || text == nullptr) {
-      env->ExceptionClear();
-      TVMAPISetLastError("RuntimeError: polyffi: callback failed");
-    } else {
-      TVMAPISetLastError(ToUtf8String(env, text).c_str());
-      env->DeleteLocalRef(text);
-    }
-    env->DeleteLocalRef(t);
-    return -1;
-  }
+  if (env->ExceptionCheck()) return FailPending(env);
   TVMValue v;
   v.v_int64 = r;
   int code = kTVMArgInt;
