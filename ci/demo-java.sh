@@ -3,11 +3,7 @@
 # classifies the held-out digits through GraphModule (accuracy, agreement, batch-1 latency).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
-fi
+. "$root/ci/java-env.sh"
 [ -f "$root/build/lib/libdigits_model.so" ] || "$root/ci/build.sh" "$root/build" >/dev/null
 mvn_q=(mvn -B -ntp -q -Dstyle.color=never)
 "${mvn_q[@]}" -f "$root/bindings/java/pom.xml" install -DskipTests >/dev/null

@@ -14,4 +14,5 @@ git ls-files '*.c' '*.cc' '*.h' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "ruff: $(git ls-files '*.py' | wc -l) files"
 python3 -m ruff check --quiet $(git ls-files '*.py')
 python3 tests/conformance/validate.py >/dev/null
+ci/lint-java.sh
 echo "lint clean"

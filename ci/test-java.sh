@@ -4,12 +4,7 @@
 # artifact to the local Maven repository, and the digits-jvm application's test against it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
-  echo "ci: installing openjdk-17-jdk-headless maven"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
-fi
+. "$root/ci/java-env.sh"
 # Quiet Maven, but keep Surefire's per-class and summary lines.
 mvn_q=(mvn -B -ntp -Dstyle.color=never -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
        -Dorg.slf4j.simpleLogger.log.org.apache.maven.plugin.surefire=info)

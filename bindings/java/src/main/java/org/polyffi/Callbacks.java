@@ -23,19 +23,22 @@ final class Callbacks {
   private static final ThreadLocal<Frame> FRAME = ThreadLocal.withInitial(Frame::new);
 
   /**
-   * invoke4's answer "the result is in this thread's Frame" (see lastFrame). Any other value is
-   * an int result, returned without touching a thread-local or a field.
+   * invoke4's answer "the result is in this thread's Frame" (see lastFrame). Any other value is an
+   * int result, returned without touching a thread-local or a field.
    */
   static final long IN_FRAME = 0x8000_0000_5EED_F00DL;
 
   static boolean isHandleCode(int c) {
-    return c == Values.DLTENSOR || c == Values.OBJECT || c == Values.MODULE
-        || c == Values.FUNCTION || c == Values.NDARRAY;
+    return c == Values.DLTENSOR
+        || c == Values.OBJECT
+        || c == Values.MODULE
+        || c == Values.FUNCTION
+        || c == Values.NDARRAY;
   }
 
   /**
-   * Up to four arguments without strings or bytes; codes packed 8 bits each. Scalar arguments
-   * and a Long result take no thread-local and no frame.
+   * Up to four arguments without strings or bytes; codes packed 8 bits each. Scalar arguments and a
+   * Long result take no thread-local and no frame.
    */
   static long invoke4(Callback cb, int n, int codes, long a0, long a1, long a2, long a3) {
     boolean handles = false;

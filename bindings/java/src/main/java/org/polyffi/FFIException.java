@@ -3,8 +3,8 @@ package org.polyffi;
 import java.util.NoSuchElementException;
 
 /**
- * An error from polyffi or from native code behind it. {@link #getKind()} is the kind of the
- * error text's first line ({@code Kind: message}), {@code TVMError} when the text names none.
+ * An error from polyffi or from native code behind it. {@link #getKind()} is the kind of the error
+ * text's first line ({@code Kind: message}), {@code TVMError} when the text names none.
  */
 public class FFIException extends RuntimeException {
   private static final long serialVersionUID = 1L;
@@ -44,10 +44,10 @@ public class FFIException extends RuntimeException {
 
   /**
    * The kind a Java exception has when it crosses into C: an FFIException keeps its own;
-   * IllegalArgumentException is ValueError, ClassCastException TypeError,
-   * IndexOutOfBoundsException IndexError, NoSuchElementException KeyError,
-   * UnsupportedOperationException NotImplementedError, AssertionError AssertionError, a plain
-   * RuntimeException RuntimeError; any other is its simple class name.
+   * IllegalArgumentException is ValueError, ClassCastException TypeError, IndexOutOfBoundsException
+   * IndexError, NoSuchElementException KeyError, UnsupportedOperationException NotImplementedError,
+   * AssertionError AssertionError, a plain RuntimeException RuntimeError; any other is its simple
+   * class name.
    */
   public static String kindOf(Throwable t) {
     if (t instanceof FFIException) return ((FFIException) t).getKind();

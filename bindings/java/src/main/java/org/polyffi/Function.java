@@ -5,8 +5,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -14,9 +14,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A packed function (TVM's PackedFunc). AutoCloseable; close() is idempotent; use after close
  * throws IllegalStateException; a Cleaner frees what nobody closed.
  *
- * <p>{@link #call(Object...)} converts any supported Java value. The primitive paths
- * ({@link #callLong(long, long, long)}, {@link #callDouble(double)}, ...) pass longs / doubles
- * straight into a stack TVMValue array in the glue: no boxing, no allocation per call.
+ * <p>{@link #call(Object...)} converts any supported Java value. The primitive paths ({@link
+ * #callLong(long, long, long)}, {@link #callDouble(double)}, ...) pass longs / doubles straight
+ * into a stack TVMValue array in the glue: no boxing, no allocation per call.
  *
  * <p>Closing a Function while another thread is inside a call on it is a programming error.
  */

@@ -29,8 +29,8 @@ public final class GraphModule implements AutoCloseable {
     try (Function create = Function.getGlobal("tvm.graph_executor.create")) {
       Object m = create.call(graphJson, lib, (long) device.type(), (long) device.id());
       if (!(m instanceof Module)) {
-        throw new FFIException("TypeError",
-            "tvm.graph_executor.create returned " + Function.describe(m));
+        throw new FFIException(
+            "TypeError", "tvm.graph_executor.create returned " + Function.describe(m));
       }
       return new GraphModule((Module) m);
     }

@@ -5,9 +5,9 @@ import java.util.concurrent.ThreadFactory;
 
 /**
  * A reference to a native object (function, module, array, object). close() releases it and is
- * idempotent; use after close throws IllegalStateException; a Cleaner releases what nobody
- * closed once the wrapper is unreachable. Handles passed into a callback are borrowed: valid
- * during the call only (take your own reference with {@link #retain()}).
+ * idempotent; use after close throws IllegalStateException; a Cleaner releases what nobody closed
+ * once the wrapper is unreachable. Handles passed into a callback are borrowed: valid during the
+ * call only (take your own reference with {@link #retain()}).
  */
 public abstract class Handle implements AutoCloseable {
   private static final ThreadFactory DAEMON =

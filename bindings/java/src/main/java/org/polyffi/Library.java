@@ -18,10 +18,10 @@ import java.util.Properties;
 
 /**
  * The "library" part: finds and loads libpolyffi and the JNI glue, then checks the runtime's
- * version. Order: system property {@code polyffi.library.path} or env {@code
- * POLYFFI_LIBRARY_PATH} (a directory holding libpolyffi.so, or that file), then the libraries
- * packed in the jar under native/&lt;os&gt;-&lt;arch&gt;/ (extracted once to a versioned cache
- * directory), then {@code java.library.path}.
+ * version. Order: system property {@code polyffi.library.path} or env {@code POLYFFI_LIBRARY_PATH}
+ * (a directory holding libpolyffi.so, or that file), then the libraries packed in the jar under
+ * native/&lt;os&gt;-&lt;arch&gt;/ (extracted once to a versioned cache directory), then {@code
+ * java.library.path}.
  */
 public final class Library {
   private Library() {}
@@ -53,10 +53,16 @@ public final class Library {
   public static String platform() {
     String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
     String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
-    String o = os.startsWith("linux") ? "linux" : os.startsWith("mac") ? "macos"
-        : os.startsWith("windows") ? "windows" : os.replaceAll("[^a-z0-9]", "");
-    String a = arch.equals("amd64") || arch.equals("x86_64") ? "x86_64"
-        : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
+    String o =
+        os.startsWith("linux")
+            ? "linux"
+            : os.startsWith("mac")
+                ? "macos"
+                : os.startsWith("windows") ? "windows" : os.replaceAll("[^a-z0-9]", "");
+    String a =
+        arch.equals("amd64") || arch.equals("x86_64")
+            ? "x86_64"
+            : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
     return o + "-" + a;
   }
 
@@ -84,34 +90,47 @@ public final class Library {
         loadedFrom = "java.library.path";
         ok = true;
       } catch (UnsatisfiedLinkError e) {
-        tried.add("java.library.path (" + System.getProperty("java.library.path") + "): "
-            + e.getMessage());
+        tried.add(
+            "java.library.path ("
+                + System.getProperty("java.library.path")
+                + "): "
+                + e.getMessage());
       }
     }
     if (!ok) {
-      throw new UnsatisfiedLinkError("polyffi: cannot load the native libraries for "
-          + platform() + " (os.name=" + System.getProperty("os.name") + ", os.arch="
-          + System.getProperty("os.arch") + "); tried:\n  " + String.join("\n  ", tried));
+      throw new UnsatisfiedLinkError(
+          "polyffi: cannot load the native libraries for "
+              + platform()
+              + " (os.name="
+              + System.getProperty("os.name")
+              + ", os.arch="
+              + System.getProperty("os.arch")
+              + "); tried:\n  "
+              + String.join("\n  ", tried));
     }
     loaded = true;
     checkVersion(version(), runtimeVersion());
   }
 
   /**
-   * The handshake: the runtime's major version must be the binding's. Throws
-   * UnsatisfiedLinkError naming both versions.
+   * The handshake: the runtime's major version must be the binding's. Throws UnsatisfiedLinkError
+   * naming both versions.
    */
   static void checkVersion(String binding, String runtime) {
     String bm = binding.split("\\.", 2)[0];
     String rm = runtime.split("\\.", 2)[0];
     if (!bm.equals(rm)) {
-      throw new UnsatisfiedLinkError("polyffi: version mismatch: the Java binding is " + binding
-          + " but the loaded libpolyffi is " + runtime + " (major versions must match)");
+      throw new UnsatisfiedLinkError(
+          "polyffi: version mismatch: the Java binding is "
+              + binding
+              + " but the loaded libpolyffi is "
+              + runtime
+              + " (major versions must match)");
     }
   }
 
-  private static boolean tryLoad(List<String> tried, String from, File core, File glue,
-      boolean glueFromJarIfAbsent) {
+  private static boolean tryLoad(
+      List<String> tried, String from, File core, File glue, boolean glueFromJarIfAbsent) {
     if (!core.isFile()) {
       tried.add(from + ": " + core + " (no such file)");
       return false;
@@ -178,8 +197,10 @@ public final class Library {
     String xdg = System.getenv("XDG_CACHE_HOME");
     if (xdg != null && !xdg.isEmpty()) return Paths.get(xdg, "polyffi");
     String home = System.getProperty("user.home");
-    if (home != null && Files.isWritable(Paths.get(home))) return Paths.get(home, ".cache", "polyffi");
-    return Paths.get(System.getProperty("java.io.tmpdir"), "polyffi-" + System.getProperty("user.name"));
+    if (home != null && Files.isWritable(Paths.get(home)))
+      return Paths.get(home, ".cache", "polyffi");
+    return Paths.get(
+        System.getProperty("java.io.tmpdir"), "polyffi-" + System.getProperty("user.name"));
   }
 
   /** Writes once: an existing file of the same size (content-addressed directory) is kept. */
@@ -189,7 +210,8 @@ public final class Library {
     try {
       Files.write(tmp, data);
       try {
-        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(
+            tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
       }

@@ -2,8 +2,8 @@ package org.polyffi;
 
 /**
  * A Java function of one int (long) returning an int: the callback fast path. C calls it without
- * boxing or allocating; an exception thrown here crosses C like any callback's. {@link
- * #release()} runs once when the runtime drops the function.
+ * boxing or allocating; an exception thrown here crosses C like any callback's. {@link #release()}
+ * runs once when the runtime drops the function.
  */
 @FunctionalInterface
 public interface LongCallback {

@@ -65,12 +65,43 @@ public final class MapObject extends ObjectRef implements java.util.Map<Object, 
     return containsKey(key) ? Values.builtin("runtime.MapGetItem").call(this, key) : null;
   }
 
-  @Override public boolean containsValue(Object value) { return view.containsValue(value); }
-  @Override public Object put(Object key, Object value) { throw new UnsupportedOperationException("runtime.Map is immutable"); }
-  @Override public Object remove(Object key) { throw new UnsupportedOperationException("runtime.Map is immutable"); }
-  @Override public void putAll(java.util.Map<?, ?> m) { throw new UnsupportedOperationException("runtime.Map is immutable"); }
-  @Override public void clear() { throw new UnsupportedOperationException("runtime.Map is immutable"); }
-  @Override public Set<Object> keySet() { return view.keySet(); }
-  @Override public java.util.Collection<Object> values() { return view.values(); }
-  @Override public Set<Entry<Object, Object>> entrySet() { return view.entrySet(); }
+  @Override
+  public boolean containsValue(Object value) {
+    return view.containsValue(value);
+  }
+
+  @Override
+  public Object put(Object key, Object value) {
+    throw new UnsupportedOperationException("runtime.Map is immutable");
+  }
+
+  @Override
+  public Object remove(Object key) {
+    throw new UnsupportedOperationException("runtime.Map is immutable");
+  }
+
+  @Override
+  public void putAll(java.util.Map<?, ?> m) {
+    throw new UnsupportedOperationException("runtime.Map is immutable");
+  }
+
+  @Override
+  public void clear() {
+    throw new UnsupportedOperationException("runtime.Map is immutable");
+  }
+
+  @Override
+  public Set<Object> keySet() {
+    return view.keySet();
+  }
+
+  @Override
+  public java.util.Collection<Object> values() {
+    return view.values();
+  }
+
+  @Override
+  public Set<Entry<Object, Object>> entrySet() {
+    return view.entrySet();
+  }
 }

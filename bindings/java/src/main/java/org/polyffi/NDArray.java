@@ -6,9 +6,9 @@ import java.nio.ByteOrder;
 import java.util.Objects;
 
 /**
- * An n-dimensional array (DLTensor). {@link #fromBuffer} wraps a direct ByteBuffer without
- * copying and keeps the buffer reachable while the array lives (also while C holds it);
- * {@link #asByteBuffer()} views a CPU array's memory without copying.
+ * An n-dimensional array (DLTensor). {@link #fromBuffer} wraps a direct ByteBuffer without copying
+ * and keeps the buffer reachable while the array lives (also while C holds it); {@link
+ * #asByteBuffer()} views a CPU array's memory without copying.
  */
 public final class NDArray extends Handle {
   NDArray(long handle, int code, boolean owned) {
@@ -20,13 +20,13 @@ public final class NDArray extends Handle {
   }
 
   public static NDArray empty(long[] shape, DataType dtype, Device device) {
-    return new NDArray(Native.ndEmpty(shape.clone(), dtype.packed(), device.packed()),
-        Values.NDARRAY, true);
+    return new NDArray(
+        Native.ndEmpty(shape.clone(), dtype.packed(), device.packed()), Values.NDARRAY, true);
   }
 
   /**
-   * A CPU array over buffer's memory from its position on (zero-copy). The buffer must be
-   * direct and hold at least the array's bytes; a heap buffer is an IllegalArgumentException.
+   * A CPU array over buffer's memory from its position on (zero-copy). The buffer must be direct
+   * and hold at least the array's bytes; a heap buffer is an IllegalArgumentException.
    */
   public static NDArray fromBuffer(ByteBuffer buffer, long[] shape, DataType dtype) {
     Objects.requireNonNull(buffer, "buffer");
@@ -45,8 +45,11 @@ public final class NDArray extends Handle {
           "buffer has " + buffer.remaining() + " bytes left, the array needs " + n);
     }
     // The glue's DLPack deleter holds a global reference to the buffer until the array dies.
-    NDArray a = new NDArray(Native.ndFromBuffer(buffer, buffer.position(), shape.clone(),
-        dtype.packed()), Values.NDARRAY, true);
+    NDArray a =
+        new NDArray(
+            Native.ndFromBuffer(buffer, buffer.position(), shape.clone(), dtype.packed()),
+            Values.NDARRAY,
+            true);
     a.state.keepAlive = buffer;
     return a;
   }
@@ -84,8 +87,8 @@ public final class NDArray extends Handle {
   }
 
   /**
-   * The array's memory as a direct ByteBuffer in native byte order, without copying. The
-   * buffer is valid only while this array is open.
+   * The array's memory as a direct ByteBuffer in native byte order, without copying. The buffer is
+   * valid only while this array is open.
    */
   public ByteBuffer asByteBuffer() {
     ByteBuffer b = Native.ndBuffer(handle());
@@ -103,31 +106,81 @@ public final class NDArray extends Handle {
     Reference.reachabilityFence(this);
   }
 
-  public void copyFrom(float[] src) { copyIn(src, 4, src.length); }
-  public void copyFrom(double[] src) { copyIn(src, 8, src.length); }
-  public void copyFrom(byte[] src) { copyIn(src, 1, src.length); }
-  public void copyFrom(short[] src) { copyIn(src, 2, src.length); }
-  public void copyFrom(int[] src) { copyIn(src, 4, src.length); }
-  public void copyFrom(long[] src) { copyIn(src, 8, src.length); }
+  public void copyFrom(float[] src) {
+    copyIn(src, 4, src.length);
+  }
+
+  public void copyFrom(double[] src) {
+    copyIn(src, 8, src.length);
+  }
+
+  public void copyFrom(byte[] src) {
+    copyIn(src, 1, src.length);
+  }
+
+  public void copyFrom(short[] src) {
+    copyIn(src, 2, src.length);
+  }
+
+  public void copyFrom(int[] src) {
+    copyIn(src, 4, src.length);
+  }
+
+  public void copyFrom(long[] src) {
+    copyIn(src, 8, src.length);
+  }
 
   private int count(int elementBytes) {
     long n = byteSize();
     if (n % elementBytes != 0) {
-      throw new FFIException("ValueError", "array of " + n + " bytes is not a whole number of "
-          + elementBytes + "-byte elements");
+      throw new FFIException(
+          "ValueError",
+          "array of " + n + " bytes is not a whole number of " + elementBytes + "-byte elements");
     }
     return Math.toIntExact(n / elementBytes);
   }
 
-  public float[] toFloatArray() { float[] a = new float[count(4)]; copyOut(a, 4, a.length); return a; }
-  public double[] toDoubleArray() { double[] a = new double[count(8)]; copyOut(a, 8, a.length); return a; }
-  public byte[] toByteArray() { byte[] a = new byte[count(1)]; copyOut(a, 1, a.length); return a; }
-  public short[] toShortArray() { short[] a = new short[count(2)]; copyOut(a, 2, a.length); return a; }
-  public int[] toIntArray() { int[] a = new int[count(4)]; copyOut(a, 4, a.length); return a; }
-  public long[] toLongArray() { long[] a = new long[count(8)]; copyOut(a, 8, a.length); return a; }
+  public float[] toFloatArray() {
+    float[] a = new float[count(4)];
+    copyOut(a, 4, a.length);
+    return a;
+  }
+
+  public double[] toDoubleArray() {
+    double[] a = new double[count(8)];
+    copyOut(a, 8, a.length);
+    return a;
+  }
+
+  public byte[] toByteArray() {
+    byte[] a = new byte[count(1)];
+    copyOut(a, 1, a.length);
+    return a;
+  }
+
+  public short[] toShortArray() {
+    short[] a = new short[count(2)];
+    copyOut(a, 2, a.length);
+    return a;
+  }
+
+  public int[] toIntArray() {
+    int[] a = new int[count(4)];
+    copyOut(a, 4, a.length);
+    return a;
+  }
+
+  public long[] toLongArray() {
+    long[] a = new long[count(8)];
+    copyOut(a, 8, a.length);
+    return a;
+  }
 
   /** Copies into dst (same size); returns dst. */
-  public float[] copyTo(float[] dst) { copyOut(dst, 4, dst.length); return dst; }
+  public float[] copyTo(float[] dst) {
+    copyOut(dst, 4, dst.length);
+    return dst;
+  }
 
   @Override
   public NDArray retain() {

@@ -74,7 +74,8 @@ public final class Registry {
     try {
       for (Method m : iface.getMethods()) {
         if (m.isDefault() || java.lang.reflect.Modifier.isStatic(m.getModifiers())) continue;
-        if (m.getName().equals("close") && m.getParameterCount() == 0
+        if (m.getName().equals("close")
+            && m.getParameterCount() == 0
             && AutoCloseable.class.isAssignableFrom(iface)) {
           continue; // close() releases the proxy's functions
         }
@@ -140,18 +141,26 @@ public final class Registry {
       Object[] a = args == null ? new Object[0] : args;
       if (b.fast == 1) {
         switch (a.length) {
-          case 0: return b.f.callLong();
-          case 1: return b.f.callLong((Long) a[0]);
-          case 2: return b.f.callLong((Long) a[0], (Long) a[1]);
-          case 3: return b.f.callLong((Long) a[0], (Long) a[1], (Long) a[2]);
-          default: return b.f.callLong((Long) a[0], (Long) a[1], (Long) a[2], (Long) a[3]);
+          case 0:
+            return b.f.callLong();
+          case 1:
+            return b.f.callLong((Long) a[0]);
+          case 2:
+            return b.f.callLong((Long) a[0], (Long) a[1]);
+          case 3:
+            return b.f.callLong((Long) a[0], (Long) a[1], (Long) a[2]);
+          default:
+            return b.f.callLong((Long) a[0], (Long) a[1], (Long) a[2], (Long) a[3]);
         }
       }
       if (b.fast == 2) {
         switch (a.length) {
-          case 1: return b.f.callDouble((Double) a[0]);
-          case 2: return b.f.callDouble((Double) a[0], (Double) a[1]);
-          default: return b.f.callDouble((Double) a[0], (Double) a[1], (Double) a[2]);
+          case 1:
+            return b.f.callDouble((Double) a[0]);
+          case 2:
+            return b.f.callDouble((Double) a[0], (Double) a[1]);
+          default:
+            return b.f.callDouble((Double) a[0], (Double) a[1], (Double) a[2]);
         }
       }
       return convert(b.f.call(a), b.ret, prefix + "." + m.getName());
@@ -184,7 +193,8 @@ public final class Registry {
     } else if (t.isInstance(r)) {
       return r;
     }
-    throw new FFIException("TypeError",
+    throw new FFIException(
+        "TypeError",
         who + " returned " + Function.describe(r) + ", which is not a " + t.getSimpleName());
   }
 

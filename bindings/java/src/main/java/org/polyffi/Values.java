@@ -16,14 +16,27 @@ import java.util.concurrent.ConcurrentHashMap;
 final class Values {
   private Values() {}
 
-  static final int INT = 0, UINT = 1, FLOAT = 2, OPAQUE = 3, NULL = 4, DTYPE = 5, DEVICE = 6,
-      DLTENSOR = 7, OBJECT = 8, MODULE = 9, FUNCTION = 10, STR = 11, BYTES = 12, NDARRAY = 13,
-      RVALUE_REF = 14, BOOL = 15;
+  static final int INT = 0,
+      UINT = 1,
+      FLOAT = 2,
+      OPAQUE = 3,
+      NULL = 4,
+      DTYPE = 5,
+      DEVICE = 6,
+      DLTENSOR = 7,
+      OBJECT = 8,
+      MODULE = 9,
+      FUNCTION = 10,
+      STR = 11,
+      BYTES = 12,
+      NDARRAY = 13,
+      RVALUE_REF = 14,
+      BOOL = 15;
 
   /**
    * Argument slots of one call, one per nesting depth per thread, reused. The slots live in a
-   * direct buffer the glue reads in place as TVMValue[cap] followed by int[cap] type codes and
-   * the result (value, code): no JNI array copies on the call path.
+   * direct buffer the glue reads in place as TVMValue[cap] followed by int[cap] type codes and the
+   * result (value, code): no JNI array copies on the call path.
    */
   static final class Frame {
     ByteBuffer buf;
@@ -137,8 +150,10 @@ final class Values {
     } else if (a instanceof DataType) {
       f.set(i, ((DataType) a).packed(), DTYPE);
     } else if (a instanceof Callback || a instanceof LongCallback) {
-      Function fn = a instanceof Callback ? Function.convert((Callback) a)
-          : Function.convertLong((LongCallback) a);
+      Function fn =
+          a instanceof Callback
+              ? Function.convert((Callback) a)
+              : Function.convertLong((LongCallback) a);
       f.temp(fn);
       f.set(i, fn.handle(), FUNCTION);
     } else if (a instanceof List) {
@@ -154,7 +169,10 @@ final class Values {
     } else {
       throw new FFIException(
           "TypeError",
-          "argument " + i + ": unsupported Java type " + a.getClass().getName()
+          "argument "
+              + i
+              + ": unsupported Java type "
+              + a.getClass().getName()
               + " (expected Long, Integer, Double, Boolean, String, byte[], Device, DataType,"
               + " Function, Module, NDArray, List, Map, Callback or null)");
     }

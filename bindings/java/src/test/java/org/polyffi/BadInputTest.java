@@ -19,7 +19,9 @@ class BadInputTest {
     try (Function add = Function.getGlobal("testing.add")) {
       FFIException e = assertThrows(FFIException.class, () -> add.call(1L, 2.5));
       assertEquals("TypeError", e.getKind());
-      assertTrue(e.getMessage().contains("argument 1") && e.getMessage().contains("expected int but got float"),
+      assertTrue(
+          e.getMessage().contains("argument 1")
+              && e.getMessage().contains("expected int but got float"),
           e.getMessage());
       FFIException arity = assertThrows(FFIException.class, () -> add.call(1L));
       assertEquals("TypeError", arity.getKind());
@@ -31,21 +33,24 @@ class BadInputTest {
     try (Function echo = Function.getGlobal("testing.echo")) {
       FFIException e = assertThrows(FFIException.class, () -> echo.call(new java.util.Date()));
       assertEquals("TypeError", e.getKind());
-      assertTrue(e.getMessage().contains("argument 0") && e.getMessage().contains("java.util.Date"),
+      assertTrue(
+          e.getMessage().contains("argument 0") && e.getMessage().contains("java.util.Date"),
           e.getMessage());
     }
   }
 
   @Test
   void missingFile() {
-    FFIException e = assertThrows(FFIException.class, () -> Module.load("/nonexistent/libnothing.so"));
+    FFIException e =
+        assertThrows(FFIException.class, () -> Module.load("/nonexistent/libnothing.so"));
     assertEquals("ValueError", e.getKind());
     assertTrue(e.getMessage().contains("/nonexistent/libnothing.so"), e.getMessage());
   }
 
   @Test
   void nonLibraryFile() throws Exception {
-    FFIException e = assertThrows(FFIException.class, () -> Module.load(TestEnv.lib("polyffi_corrupt")));
+    FFIException e =
+        assertThrows(FFIException.class, () -> Module.load(TestEnv.lib("polyffi_corrupt")));
     assertTrue(e.getMessage().contains("polyffi_corrupt"), e.getMessage());
     Path text = Files.createTempFile("polyffi-not-a-lib", ".so");
     Files.writeString(text, "not an ELF file");

@@ -24,9 +24,11 @@ class CallbackTest {
   void javaExceptionComesOutAsTheSameObject() {
     Boom boom = new Boom("custom failure");
     try (Function apply = Function.getGlobal("testing.apply");
-        Function thrower = Function.convert(args -> {
-          throw boom;
-        })) {
+        Function thrower =
+            Function.convert(
+                args -> {
+                  throw boom;
+                })) {
       Boom caught = assertThrows(Boom.class, () -> apply.call(thrower));
       assertSame(boom, caught);
       // ...with the callback's frames in its trace
@@ -41,12 +43,16 @@ class CallbackTest {
   @Test
   void exceptionCrossesCAsKindMessage() {
     try (Function catcher = Function.getGlobal("testing.call_and_catch");
-        Function f = Function.convert(args -> {
-          throw new IllegalArgumentException("bad value\nsecond line");
-        });
-        Function g = Function.convert(args -> {
-          throw new FFIException("KeyError", "no such key");
-        })) {
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IllegalArgumentException("bad value\nsecond line");
+                });
+        Function g =
+            Function.convert(
+                args -> {
+                  throw new FFIException("KeyError", "no such key");
+                })) {
       assertEquals("ValueError: bad value", catcher.call(f));
       assertEquals("KeyError: no such key", catcher.call(g));
     }
@@ -55,9 +61,11 @@ class CallbackTest {
   @Test
   void exceptionThroughANativeThreadBecomesFFIException() {
     try (Function onThread = Function.getGlobal("testing.call_on_thread");
-        Function f = Function.convert(args -> {
-          throw new IndexOutOfBoundsException("far away");
-        })) {
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IndexOutOfBoundsException("far away");
+                })) {
       FFIException e = assertThrows(FFIException.class, () -> onThread.call(f));
       assertEquals("IndexError", e.getKind());
       assertEquals("far away", e.getErrorMessage());
@@ -68,9 +76,11 @@ class CallbackTest {
   void nestedCallbacksRethrowTheInnerObject() {
     IllegalStateException inner = new IllegalStateException("inner");
     try (Function apply = Function.getGlobal("testing.apply");
-        Function in = Function.convert(a -> {
-          throw inner;
-        });
+        Function in =
+            Function.convert(
+                a -> {
+                  throw inner;
+                });
         Function out = Function.convert(a -> apply.call(in))) {
       assertSame(inner, assertThrows(IllegalStateException.class, () -> apply.call(out)));
     }
@@ -80,9 +90,11 @@ class CallbackTest {
   void staleErrorOfASwallowedCallbackIsNotRethrownLater() {
     try (Function catcher = Function.getGlobal("testing.call_and_catch");
         Function raise = Function.getGlobal("testing.raise_error");
-        Function f = Function.convert(args -> {
-          throw new IllegalArgumentException("swallowed");
-        })) {
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IllegalArgumentException("swallowed");
+                })) {
       assertEquals("ValueError: swallowed", catcher.call(f));
       FFIException e = assertThrows(FFIException.class, () -> raise.call("RuntimeError", "fresh"));
       assertEquals("fresh", e.getErrorMessage());
@@ -92,17 +104,18 @@ class CallbackTest {
   @Test
   void releaseRunsExactlyOnce() {
     AtomicInteger released = new AtomicInteger();
-    Callback cb = new Callback() {
-      @Override
-      public Object invoke(Object... args) {
-        return args.length;
-      }
+    Callback cb =
+        new Callback() {
+          @Override
+          public Object invoke(Object... args) {
+            return args.length;
+          }
 
-      @Override
-      public void release() {
-        released.incrementAndGet();
-      }
-    };
+          @Override
+          public void release() {
+            released.incrementAndGet();
+          }
+        };
     Function f = Function.convert(cb);
     try (Function wrap = Function.getGlobal("testing.wrap_callback")) {
       Function w = (Function) wrap.call(f);
@@ -121,8 +134,10 @@ class CallbackTest {
   void callbackArgumentsAndReturns() {
     try (Function apply = Function.getGlobal("testing.apply")) {
       Function echoArgs = Function.convert(args -> java.util.Arrays.asList(args));
-      Object r = apply.call(echoArgs, 1L, 2.5, "s\0t", new byte[] {1, 2}, true, null, Device.cpu(2));
-      assertEquals(java.util.Arrays.asList(1L, 2.5, "s\0t", null, true, null, new Device(1, 2)).size(),
+      Object r =
+          apply.call(echoArgs, 1L, 2.5, "s\0t", new byte[] {1, 2}, true, null, Device.cpu(2));
+      assertEquals(
+          java.util.Arrays.asList(1L, 2.5, "s\0t", null, true, null, new Device(1, 2)).size(),
           ((java.util.List<?>) r).size());
       java.util.List<?> l = (java.util.List<?>) r;
       assertEquals(1L, l.get(0));
@@ -142,11 +157,13 @@ class CallbackTest {
       // handles passed in are borrowed: retain() keeps one beyond the call
       Function[] kept = new Function[1];
       Handle[] borrowed = new Handle[1];
-      try (Function keeper = Function.convert(args -> {
-            borrowed[0] = (Handle) args[0];
-            kept[0] = ((Function) args[0]).retain();
-            return null;
-          });
+      try (Function keeper =
+              Function.convert(
+                  args -> {
+                    borrowed[0] = (Handle) args[0];
+                    kept[0] = ((Function) args[0]).retain();
+                    return null;
+                  });
           Function add = Function.getGlobal("testing.add")) {
         apply.call(keeper, add);
       }
@@ -171,18 +188,19 @@ class CallbackTest {
   void longCallbackFastPath() {
     AtomicInteger released = new AtomicInteger();
     IllegalStateException boom = new IllegalStateException("long boom");
-    LongCallback square = new LongCallback() {
-      @Override
-      public long invoke(long x) {
-        if (x < 0) throw boom;
-        return x * x;
-      }
+    LongCallback square =
+        new LongCallback() {
+          @Override
+          public long invoke(long x) {
+            if (x < 0) throw boom;
+            return x * x;
+          }
 
-      @Override
-      public void release() {
-        released.incrementAndGet();
-      }
-    };
+          @Override
+          public void release() {
+            released.incrementAndGet();
+          }
+        };
     try (Function callN = Function.getGlobal("testing.call_n");
         Function apply = Function.getGlobal("testing.apply");
         Function onThread = Function.getGlobal("testing.call_on_thread")) {

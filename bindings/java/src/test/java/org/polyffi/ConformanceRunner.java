@@ -29,8 +29,10 @@ final class ConformanceRunner {
 
   // ---- Host callables -----------------------------------------------------------------------
 
-  private static final ConcurrentHashMap<Integer, AtomicInteger> CREATED = new ConcurrentHashMap<>();
-  private static final ConcurrentHashMap<Integer, AtomicInteger> RELEASED = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Integer, AtomicInteger> CREATED =
+      new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Integer, AtomicInteger> RELEASED =
+      new ConcurrentHashMap<>();
   private static volatile int currentCase;
 
   interface Impl {
@@ -80,8 +82,8 @@ final class ConformanceRunner {
 
   private static long checkInt(String who, int i, Object x) {
     if (!(x instanceof Long)) {
-      throw new FFIException("TypeError",
-          who + ": argument " + i + " expected int but got " + typeName(x));
+      throw new FFIException(
+          "TypeError", who + ": argument " + i + " expected int but got " + typeName(x));
     }
     return (Long) x;
   }
@@ -98,8 +100,8 @@ final class ConformanceRunner {
       Object a = args[i];
       if (a instanceof byte[]) a = new String((byte[]) a, java.nio.charset.StandardCharsets.UTF_8);
       if (!(a instanceof String)) {
-        throw new FFIException("TypeError",
-            "host.concat: argument " + i + " expected str but got " + typeName(a));
+        throw new FFIException(
+            "TypeError", "host.concat: argument " + i + " expected str but got " + typeName(a));
       }
       sb.append((String) a);
     }
@@ -109,7 +111,8 @@ final class ConformanceRunner {
   private static Object hostIdentity(Object[] args) {
     if (args.length == 0) return null;
     if (args.length != 1) {
-      throw new FFIException("TypeError", "host.identity expected 1 argument but got " + args.length);
+      throw new FFIException(
+          "TypeError", "host.identity expected 1 argument but got " + args.length);
     }
     return args[0];
   }
@@ -119,13 +122,16 @@ final class ConformanceRunner {
       throw new FFIException("TypeError", "host.adder expected 1 argument but got " + args.length);
     }
     long y = checkInt("host.adder", 0, args[0]);
-    return new HostCallable("host.adder.<closure>", xs -> {
-      if (xs.length != 1) {
-        throw new FFIException("TypeError",
-            "host.adder.<closure> expected 1 argument but got " + xs.length);
-      }
-      return checkInt("host.adder.<closure>", 0, xs[0]) + y;
-    }, currentCase);
+    return new HostCallable(
+        "host.adder.<closure>",
+        xs -> {
+          if (xs.length != 1) {
+            throw new FFIException(
+                "TypeError", "host.adder.<closure> expected 1 argument but got " + xs.length);
+          }
+          return checkInt("host.adder.<closure>", 0, xs[0]) + y;
+        },
+        currentCase);
   }
 
   private static final Map<String, Impl> HOSTS = new HashMap<>();
@@ -134,16 +140,20 @@ final class ConformanceRunner {
     HOSTS.put("host.add", ConformanceRunner::hostAdd);
     HOSTS.put("host.concat", ConformanceRunner::hostConcat);
     HOSTS.put("host.identity", ConformanceRunner::hostIdentity);
-    HOSTS.put("host.raise_value_error", a -> {
-      throw new IllegalArgumentException("host boom");
-    });
+    HOSTS.put(
+        "host.raise_value_error",
+        a -> {
+          throw new IllegalArgumentException("host boom");
+        });
     HOSTS.put("host.return_none", a -> null);
     HOSTS.put("host.adder", ConformanceRunner::hostAdder);
-    HOSTS.put("host.call_echo", a -> {
-      try (Function echo = Function.getGlobal("testing.echo")) {
-        return echo.call(a);
-      }
-    });
+    HOSTS.put(
+        "host.call_echo",
+        a -> {
+          try (Function echo = Function.getGlobal("testing.echo")) {
+            return echo.call(a);
+          }
+        });
   }
 
   // ---- Values -------------------------------------------------------------------------------
@@ -151,11 +161,16 @@ final class ConformanceRunner {
   static double parseFloat(JsonNode body) {
     if (body.isNumber()) return body.asDouble();
     switch (body.asText()) {
-      case "nan": return Double.NaN;
-      case "inf": return Double.POSITIVE_INFINITY;
-      case "-inf": return Double.NEGATIVE_INFINITY;
-      case "-0.0": return -0.0;
-      default: throw new Failure("bad float " + body);
+      case "nan":
+        return Double.NaN;
+      case "inf":
+        return Double.POSITIVE_INFINITY;
+      case "-inf":
+        return Double.NEGATIVE_INFINITY;
+      case "-0.0":
+        return -0.0;
+      default:
+        throw new Failure("bad float " + body);
     }
   }
 
@@ -173,7 +188,8 @@ final class ConformanceRunner {
 
   static byte[] hex(String s) {
     byte[] out = new byte[s.length() / 2];
-    for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+    for (int i = 0; i < out.length; i++)
+      out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
     return out;
   }
 
@@ -198,11 +214,20 @@ final class ConformanceRunner {
       } else {
         long v = e.asLong();
         switch (t.bits()) {
-          case 8: b.put((byte) v); break;
-          case 16: b.putShort((short) v); break;
-          case 32: b.putInt((int) v); break;
-          case 64: b.putLong(v); break;
-          default: throw new Failure("unsupported dtype " + dtype);
+          case 8:
+            b.put((byte) v);
+            break;
+          case 16:
+            b.putShort((short) v);
+            break;
+          case 32:
+            b.putInt((int) v);
+            break;
+          case 64:
+            b.putLong(v);
+            break;
+          default:
+            throw new Failure("unsupported dtype " + dtype);
         }
       }
     }
@@ -236,7 +261,8 @@ final class ConformanceRunner {
   static String describe(Object v) {
     String text;
     if (v instanceof byte[]) text = toHex((byte[]) v);
-    else if (v instanceof Double) text = v + " (bits 0x" + Long.toHexString(Double.doubleToRawLongBits((Double) v)) + ")";
+    else if (v instanceof Double)
+      text = v + " (bits 0x" + Long.toHexString(Double.doubleToRawLongBits((Double) v)) + ")";
     else text = String.valueOf(v);
     if (text.length() > 200) text = text.substring(0, 200);
     return typeName(v) + " " + text;
@@ -335,32 +361,37 @@ final class ConformanceRunner {
         return new Device(body.get(0).asInt(), body.get(1).asInt());
       case "dtype":
         return DataType.parse(body.asText());
-      case "host": {
-        Impl impl = HOSTS.get(body.asText());
-        if (impl == null) throw new Failure("unknown host function " + body.asText());
-        return temp(Function.convert(new HostCallable(body.asText(), impl, serial)));
-      }
+      case "host":
+        {
+          Impl impl = HOSTS.get(body.asText());
+          if (impl == null) throw new Failure("unknown host function " + body.asText());
+          return temp(Function.convert(new HostCallable(body.asText(), impl, serial)));
+        }
       case "global":
         return temp(Function.getGlobal(body.asText()));
       case "var":
         return var(body.asText());
       case "module":
         return temp(loadModule(body.asText()));
-      case "array": {
-        List<Object> items = new ArrayList<>();
-        for (JsonNode item : body) items.add(build(item));
-        return temp(Values.toArray(items));
-      }
-      case "map": {
-        Map<Object, Object> m = new LinkedHashMap<>();
-        for (JsonNode kv : body) m.put(build(kv.get(0)), build(kv.get(1)));
-        return temp(Values.toMap(m));
-      }
-      case "ndarray": {
-        NDArray a = temp(NDArray.empty(shapeOf(body), DataType.parse(body.get("dtype").asText())));
-        a.copyFrom(ndarrayBytes(body));
-        return a;
-      }
+      case "array":
+        {
+          List<Object> items = new ArrayList<>();
+          for (JsonNode item : body) items.add(build(item));
+          return temp(Values.toArray(items));
+        }
+      case "map":
+        {
+          Map<Object, Object> m = new LinkedHashMap<>();
+          for (JsonNode kv : body) m.put(build(kv.get(0)), build(kv.get(1)));
+          return temp(Values.toMap(m));
+        }
+      case "ndarray":
+        {
+          NDArray a =
+              temp(NDArray.empty(shapeOf(body), DataType.parse(body.get("dtype").asText())));
+          a.copyFrom(ndarrayBytes(body));
+          return a;
+        }
       default:
         throw new Failure("unknown value tag " + tag);
     }
@@ -377,11 +408,12 @@ final class ConformanceRunner {
     final String prefix = path + ": expected " + want + " but got " + describe(actual);
     java.util.function.Function<String, Failure> fail =
         why -> new Failure(prefix + (why.isEmpty() ? "" : " (" + why + ")"));
-    java.util.function.Consumer<String> need = kind -> {
-      if (!typeName(actual).equals(kind)) {
-        throw fail.apply("type " + typeName(actual) + ", want " + kind);
-      }
-    };
+    java.util.function.Consumer<String> need =
+        kind -> {
+          if (!typeName(actual).equals(kind)) {
+            throw fail.apply("type " + typeName(actual) + ", want " + kind);
+          }
+        };
     switch (tag) {
       case "int":
         need.accept("int");
@@ -410,12 +442,14 @@ final class ConformanceRunner {
       case "null":
         need.accept("None");
         break;
-      case "device": {
-        need.accept("Device");
-        Device d = (Device) actual;
-        if (d.type() != body.get(0).asInt() || d.id() != body.get(1).asInt()) throw fail.apply("");
-        break;
-      }
+      case "device":
+        {
+          need.accept("Device");
+          Device d = (Device) actual;
+          if (d.type() != body.get(0).asInt() || d.id() != body.get(1).asInt())
+            throw fail.apply("");
+          break;
+        }
       case "dtype":
         need.accept("str"); // docs/abi-decisions.md: dtypes come back as their string form
         if (!actual.equals(body.asText())) throw fail.apply("");
@@ -424,66 +458,73 @@ final class ConformanceRunner {
         if (!typeName(actual).equals(body.asText())) throw fail.apply("");
         break;
       case "same_as_arg":
-      case "var": {
-        Object wantV;
-        if (tag.equals("var")) {
-          wantV = var(body.asText());
-        } else {
-          if (body.asInt() >= args.size()) throw new Failure(path + ": same_as_arg out of range");
-          wantV = args.get(body.asInt());
-        }
-        if (!typeName(actual).equals(typeName(wantV))) {
-          throw fail.apply("type differs from " + describe(wantV));
-        }
-        if (wantV instanceof Handle) {
-          if (((Handle) actual).address() != ((Handle) wantV).address()) {
-            throw fail.apply("not the same handle");
+      case "var":
+        {
+          Object wantV;
+          if (tag.equals("var")) {
+            wantV = var(body.asText());
+          } else {
+            if (body.asInt() >= args.size()) throw new Failure(path + ": same_as_arg out of range");
+            wantV = args.get(body.asInt());
           }
-        } else if (wantV instanceof Double) {
-          if (Double.doubleToRawLongBits((Double) actual) != Double.doubleToRawLongBits((Double) wantV)) {
+          if (!typeName(actual).equals(typeName(wantV))) {
+            throw fail.apply("type differs from " + describe(wantV));
+          }
+          if (wantV instanceof Handle) {
+            if (((Handle) actual).address() != ((Handle) wantV).address()) {
+              throw fail.apply("not the same handle");
+            }
+          } else if (wantV instanceof Double) {
+            if (Double.doubleToRawLongBits((Double) actual)
+                != Double.doubleToRawLongBits((Double) wantV)) {
+              throw fail.apply("");
+            }
+          } else if (wantV instanceof byte[]) {
+            if (!Arrays.equals((byte[]) actual, (byte[]) wantV)) throw fail.apply("");
+          } else if (wantV == null ? actual != null : !wantV.equals(actual)) {
             throw fail.apply("");
           }
-        } else if (wantV instanceof byte[]) {
-          if (!Arrays.equals((byte[]) actual, (byte[]) wantV)) throw fail.apply("");
-        } else if (wantV == null ? actual != null : !wantV.equals(actual)) {
-          throw fail.apply("");
+          break;
         }
-        break;
-      }
-      case "array": {
-        if (!(actual instanceof ArrayObject)) throw fail.apply("not an Array");
-        ArrayObject a = (ArrayObject) actual;
-        if (a.size() != body.size()) throw fail.apply("size " + a.size());
-        for (int i = 0; i < body.size(); i++) {
-          expect(body.get(i), temp(a.get(i)), args, path + "[" + i + "]");
-        }
-        break;
-      }
-      case "map": {
-        if (!(actual instanceof MapObject)) throw fail.apply("not a Map");
-        MapObject m = (MapObject) actual;
-        if (m.size() != body.size()) throw fail.apply("size " + m.size());
-        for (JsonNode kv : body) {
-          Object key = build(kv.get(0));
-          Object item;
-          try {
-            item = temp(Values.builtin("runtime.MapGetItem").call(m, key));
-          } catch (RuntimeException ex) {
-            throw fail.apply("looking up key " + kv.get(0) + ": " + ex);
+      case "array":
+        {
+          if (!(actual instanceof ArrayObject)) throw fail.apply("not an Array");
+          ArrayObject a = (ArrayObject) actual;
+          if (a.size() != body.size()) throw fail.apply("size " + a.size());
+          for (int i = 0; i < body.size(); i++) {
+            expect(body.get(i), temp(a.get(i)), args, path + "[" + i + "]");
           }
-          expect(kv.get(1), item, args, path + "[" + kv.get(0) + "]");
+          break;
         }
-        break;
-      }
-      case "ndarray": {
-        if (!(actual instanceof NDArray)) throw fail.apply("not an NDArray");
-        NDArray a = (NDArray) actual;
-        if (!a.dtype().toString().equals(body.get("dtype").asText())) throw fail.apply("dtype differs");
-        if (!Arrays.equals(a.shape(), shapeOf(body))) throw fail.apply("shape differs");
-        byte[] got = a.toByteArray();
-        if (!Arrays.equals(got, ndarrayBytes(body))) throw fail.apply("data differs: " + toHex(got));
-        break;
-      }
+      case "map":
+        {
+          if (!(actual instanceof MapObject)) throw fail.apply("not a Map");
+          MapObject m = (MapObject) actual;
+          if (m.size() != body.size()) throw fail.apply("size " + m.size());
+          for (JsonNode kv : body) {
+            Object key = build(kv.get(0));
+            Object item;
+            try {
+              item = temp(Values.builtin("runtime.MapGetItem").call(m, key));
+            } catch (RuntimeException ex) {
+              throw fail.apply("looking up key " + kv.get(0) + ": " + ex);
+            }
+            expect(kv.get(1), item, args, path + "[" + kv.get(0) + "]");
+          }
+          break;
+        }
+      case "ndarray":
+        {
+          if (!(actual instanceof NDArray)) throw fail.apply("not an NDArray");
+          NDArray a = (NDArray) actual;
+          if (!a.dtype().toString().equals(body.get("dtype").asText()))
+            throw fail.apply("dtype differs");
+          if (!Arrays.equals(a.shape(), shapeOf(body))) throw fail.apply("shape differs");
+          byte[] got = a.toByteArray();
+          if (!Arrays.equals(got, ndarrayBytes(body)))
+            throw fail.apply("data differs: " + toHex(got));
+          break;
+        }
       default:
         throw new Failure(path + ": unknown expectation tag " + tag);
     }
@@ -496,15 +537,24 @@ final class ConformanceRunner {
     else if (spec.has("message") && !p[1].equals(spec.get("message").asText())) why = "message";
     else if (spec.has("contains") && !p[2].contains(spec.get("contains").asText())) why = "text";
     if (why != null) {
-      throw new Failure("expected error " + spec + " but got " + e.getClass().getSimpleName() + " '"
-          + p[2] + "' (" + why + ")");
+      throw new Failure(
+          "expected error "
+              + spec
+              + " but got "
+              + e.getClass().getSimpleName()
+              + " '"
+              + p[2]
+              + "' ("
+              + why
+              + ")");
     }
   }
 
   // ---- steps --------------------------------------------------------------------------------
 
   void runCall(JsonNode step, Object function) {
-    if (!(function instanceof Function)) throw new Failure("callee is not a function: " + describe(function));
+    if (!(function instanceof Function))
+      throw new Failure("callee is not a function: " + describe(function));
     List<Object> args = new ArrayList<>();
     for (JsonNode a : step.get("args")) args.add(build(a));
     Object result;
@@ -521,8 +571,11 @@ final class ConformanceRunner {
       throw f;
     }
     if (step.has("expect_error")) {
-      throw new Failure("expected error " + step.get("expect_error") + " but the call returned "
-          + describe(result));
+      throw new Failure(
+          "expected error "
+              + step.get("expect_error")
+              + " but the call returned "
+              + describe(result));
     }
     if (step.has("expect")) expect(step.get("expect"), result, args, "result");
     if (step.has("bind")) {
@@ -566,14 +619,20 @@ final class ConformanceRunner {
       Function f = temp(Function.getGlobal(step.get("exists").asText(), true));
       boolean found = f != null;
       if (found != step.get("expect").asBoolean()) {
-        throw new Failure("getGlobal(" + step.get("exists") + ") " + (found ? "found it" : "did not find it"));
+        throw new Failure(
+            "getGlobal(" + step.get("exists") + ") " + (found ? "found it" : "did not find it"));
       }
     } else if (step.has("listed")) {
       List<String> names = Function.listGlobalNames();
       boolean found = names.contains(step.get("listed").asText());
       if (found != step.get("expect").asBoolean()) {
-        throw new Failure("listGlobalNames " + (found ? "lists " : "does not list ") + step.get("listed")
-            + " (" + names.size() + " names)");
+        throw new Failure(
+            "listGlobalNames "
+                + (found ? "lists " : "does not list ")
+                + step.get("listed")
+                + " ("
+                + names.size()
+                + " names)");
       }
     } else if (step.has("host_live")) {
       closeTemps();
@@ -602,7 +661,8 @@ final class ConformanceRunner {
     } else if (step.has("module_get")) {
       Function f = moduleFunction(step.get("module_get"), false);
       if (step.has("expect") && (f != null) != step.get("expect").asBoolean()) {
-        throw new Failure("getFunction " + (f != null ? "found " : "did not find ") + step.get("module_get"));
+        throw new Failure(
+            "getFunction " + (f != null ? "found " : "did not find ") + step.get("module_get"));
       }
       if (step.has("bind")) {
         if (f == null) throw new Failure("module_get found nothing to bind");

@@ -43,7 +43,8 @@ class ConformanceTest {
     TestEnv.loadFixtures();
     cases = new ArrayList<>();
     List<Path> files = new ArrayList<>();
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(CONFORMANCE.resolve("cases"), "*.json")) {
+    try (DirectoryStream<Path> ds =
+        Files.newDirectoryStream(CONFORMANCE.resolve("cases"), "*.json")) {
       ds.forEach(files::add);
     }
     files.sort(null);
@@ -51,7 +52,9 @@ class ConformanceTest {
     unsupported = new LinkedHashMap<>();
     Path caps = CONFORMANCE.resolve("capabilities/java.json");
     if (Files.exists(caps)) {
-      JSON.readTree(caps.toFile()).get("unsupported").fields()
+      JSON.readTree(caps.toFile())
+          .get("unsupported")
+          .fields()
           .forEachRemaining(e -> unsupported.put(e.getKey(), e.getValue().asText()));
     }
     liveAtStart = TestEnv.liveObjects();
@@ -60,32 +63,42 @@ class ConformanceTest {
   @TestFactory
   Stream<DynamicTest> conformance() {
     String libDir = TestEnv.libDir().toString();
-    return cases.stream().map(c -> DynamicTest.dynamicTest(c.get("id").asText(), () -> {
-      String id = c.get("id").asText();
-      String failure = ConformanceRunner.runCase(c, libDir);
-      String reason = unsupported.get(id);
-      if (reason != null) {
-        if (failure == null) {
-          RESULTS.put(id, "fail");
-          fail(id + " is listed as unsupported (" + reason + ") but now passes");
-        }
-        RESULTS.put(id, "skip");
-        Assumptions.abort("unsupported: " + reason);
-      }
-      RESULTS.put(id, failure == null ? "pass" : "fail");
-      if (failure != null) fail(failure);
-    }));
+    return cases.stream()
+        .map(
+            c ->
+                DynamicTest.dynamicTest(
+                    c.get("id").asText(),
+                    () -> {
+                      String id = c.get("id").asText();
+                      String failure = ConformanceRunner.runCase(c, libDir);
+                      String reason = unsupported.get(id);
+                      if (reason != null) {
+                        if (failure == null) {
+                          RESULTS.put(id, "fail");
+                          fail(id + " is listed as unsupported (" + reason + ") but now passes");
+                        }
+                        RESULTS.put(id, "skip");
+                        Assumptions.abort("unsupported: " + reason);
+                      }
+                      RESULTS.put(id, failure == null ? "pass" : "fail");
+                      if (failure != null) fail(failure);
+                    }));
   }
 
   @AfterAll
   static void leakCheckAndResults() throws IOException, InterruptedException {
     String dir = System.getProperty("polyffi.conformance.out");
     if (dir == null || dir.isEmpty()) dir = System.getenv("POLYFFI_CONFORMANCE_OUT");
-    Path out = dir == null || dir.isEmpty() ? TestEnv.repoRoot().resolve("build/conformance") : Paths.get(dir);
+    Path out =
+        dir == null || dir.isEmpty()
+            ? TestEnv.repoRoot().resolve("build/conformance")
+            : Paths.get(dir);
     Files.createDirectories(out);
     ObjectNode o = JSON.createObjectNode();
-    for (JsonNode c : cases) o.put(c.get("id").asText(), RESULTS.getOrDefault(c.get("id").asText(), "fail"));
-    Files.writeString(out.resolve("java.json"),
+    for (JsonNode c : cases)
+      o.put(c.get("id").asText(), RESULTS.getOrDefault(c.get("id").asText(), "fail"));
+    Files.writeString(
+        out.resolve("java.json"),
         JSON.writerWithDefaultPrettyPrinter().writeValueAsString(o) + "\n");
     try (Function join = Function.getGlobal("testing.join_release_threads")) {
       join.call();

@@ -64,10 +64,13 @@ class FunctionTest {
       assertEquals(42L, echo.call(42)); // Integer in, Long out
       assertEquals(true, echo.call(true));
       assertEquals(-0.0, (Double) echo.call(-0.0), 0.0);
-      assertEquals(Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits((Double) echo.call(-0.0)));
+      assertEquals(
+          Double.doubleToRawLongBits(-0.0), Double.doubleToRawLongBits((Double) echo.call(-0.0)));
       assertEquals("日本 😀", echo.call("日本 😀"));
       assertEquals("a\0b", echo.call("a\0b"));
-      assertArrayEquals(new byte[] {0, 1, (byte) 0xff}, (byte[]) echo.call((Object) new byte[] {0, 1, (byte) 0xff}));
+      assertArrayEquals(
+          new byte[] {0, 1, (byte) 0xff},
+          (byte[]) echo.call((Object) new byte[] {0, 1, (byte) 0xff}));
       assertNull(echo.call((Object) null));
       assertEquals(new Device(1, 3), echo.call(new Device(1, 3)));
       assertEquals("int8x4", echo.call(DataType.parse("int8x4")));
@@ -111,7 +114,8 @@ class FunctionTest {
       assertTrue(e.getMessage().contains("expected int but got float"), e.getMessage());
       FFIException notInt = assertThrows(FFIException.class, () -> nop.callLong());
       assertEquals("TypeError", notInt.getKind());
-      assertTrue(notInt.getMessage().contains("expected an int result but got None"), notInt.getMessage());
+      assertTrue(
+          notInt.getMessage().contains("expected an int result but got None"), notInt.getMessage());
     }
   }
 
@@ -122,13 +126,16 @@ class FunctionTest {
       try (Function g = Function.getGlobal("java.test.twice")) {
         assertEquals(42L, g.call(21L));
       }
-      FFIException dup = assertThrows(FFIException.class,
-          () -> Function.register("java.test.twice", args -> 0L, false).close());
+      FFIException dup =
+          assertThrows(
+              FFIException.class,
+              () -> Function.register("java.test.twice", args -> 0L, false).close());
       assertTrue(dup.getMessage().contains("java.test.twice"), dup.getMessage());
       Function.removeGlobal("java.test.twice");
       Function.removeGlobal("java.test.twice"); // absent: fine
       assertNull(Function.getGlobal("java.test.twice", true));
-      FFIException missing = assertThrows(FFIException.class, () -> Function.getGlobal("java.test.twice"));
+      FFIException missing =
+          assertThrows(FFIException.class, () -> Function.getGlobal("java.test.twice"));
       assertEquals("ValueError", missing.getKind());
     }
   }

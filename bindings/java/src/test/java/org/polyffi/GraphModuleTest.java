@@ -30,7 +30,8 @@ class GraphModuleTest {
     ByteBuffer input = ByteBuffer.allocateDirect(x.length).order(ByteOrder.nativeOrder());
     input.put(x).flip();
     try (Module lib = Module.load(TestEnv.lib("digits_model"));
-        GraphModule g = GraphModule.create(Files.readString(MODEL.resolve("graph.json")), lib, Device.cpu());
+        GraphModule g =
+            GraphModule.create(Files.readString(MODEL.resolve("graph.json")), lib, Device.cpu());
         NDArray in = NDArray.fromBuffer(input, new long[] {n, 64}, DataType.FLOAT32)) {
       g.loadParams(Files.readAllBytes(MODEL.resolve("params.bin")));
       assertEquals(1, g.getNumOutputs());
@@ -49,7 +50,8 @@ class GraphModuleTest {
       byte[] ep = Files.readAllBytes(MODEL.resolve("expected_probs.bin"));
       ByteBuffer eb = ByteBuffer.wrap(ep).order(ByteOrder.LITTLE_ENDIAN);
       double maxDiff = 0;
-      for (int i = 0; i < n * 10; i++) maxDiff = Math.max(maxDiff, Math.abs(eb.getFloat(4 * i) - probs[i]));
+      for (int i = 0; i < n * 10; i++)
+        maxDiff = Math.max(maxDiff, Math.abs(eb.getFloat(4 * i) - probs[i]));
       assertTrue(maxDiff < 1e-5, "max |p - p_numpy| = " + maxDiff);
     }
   }
@@ -60,7 +62,9 @@ class GraphModuleTest {
     byte[] x = Files.readAllBytes(MODEL.resolve("test_x.bin"));
     ByteBuffer xb = ByteBuffer.wrap(x).order(ByteOrder.LITTLE_ENDIAN);
     try (Module lib = Module.load(TestEnv.lib("digits_model"));
-        GraphModule g = GraphModule.create(Files.readString(MODEL.resolve("graph_b1.json")), lib, Device.cpu());
+        GraphModule g =
+            GraphModule.create(
+                Files.readString(MODEL.resolve("graph_b1.json")), lib, Device.cpu());
         NDArray in = NDArray.empty(new long[] {1, 64}, DataType.FLOAT32);
         NDArray out = NDArray.empty(new long[] {1, 10}, DataType.FLOAT32)) {
       g.loadParams(Files.readAllBytes(MODEL.resolve("params.bin")));

@@ -20,8 +20,10 @@ class LibraryTest {
 
   @Test
   void handshakeNamesBothVersions() {
-    UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class, () -> Library.checkVersion("1.2.0", "0.1.0"));
-    assertTrue(e.getMessage().contains("1.2.0") && e.getMessage().contains("0.1.0"), e.getMessage());
+    UnsatisfiedLinkError e =
+        assertThrows(UnsatisfiedLinkError.class, () -> Library.checkVersion("1.2.0", "0.1.0"));
+    assertTrue(
+        e.getMessage().contains("1.2.0") && e.getMessage().contains("0.1.0"), e.getMessage());
     Library.checkVersion("0.1.0", "0.9.3"); // same major: fine
   }
 
@@ -37,7 +39,8 @@ class LibraryTest {
         else Files.copy(p, to);
       }
     }
-    Path probe = Path.of(LoadProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path probe =
+        Path.of(LoadProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Dpolyffi.library.path=/nonexistent/dir");

@@ -25,7 +25,8 @@ class NDArrayTest {
         NDArray b = NDArray.fromBuffer(out, new long[] {2, 2}, DataType.FLOAT32)) {
       addOne.call(a, b);
       FloatBuffer f = out.asFloatBuffer();
-      assertArrayEquals(new float[] {2, 3, 4, 5}, new float[] {f.get(0), f.get(1), f.get(2), f.get(3)});
+      assertArrayEquals(
+          new float[] {2, 3, 4, 5}, new float[] {f.get(0), f.get(1), f.get(2), f.get(3)});
       // and a write from Java is seen by C without a copy
       in.asFloatBuffer().put(0, 10f);
       try (Function sum = Function.getGlobal("testing.nd_sum")) {
@@ -91,11 +92,14 @@ class NDArrayTest {
   @Test
   void heapBufferIsRejected() {
     ByteBuffer heap = ByteBuffer.allocate(16);
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> NDArray.fromBuffer(heap, new long[] {4}, DataType.FLOAT32));
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> NDArray.fromBuffer(heap, new long[] {4}, DataType.FLOAT32));
     assertTrue(e.getMessage().contains("direct"), e.getMessage());
     ByteBuffer small = ByteBuffer.allocateDirect(8);
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> NDArray.fromBuffer(small, new long[] {4}, DataType.FLOAT32));
   }
 

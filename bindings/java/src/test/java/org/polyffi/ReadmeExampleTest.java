@@ -14,15 +14,15 @@ class ReadmeExampleTest {
   @Test
   void readmeExampleRuns() {
     // README:begin
-    try (Module lib = Module.load(TestEnv.lib("polyffi_testing"));   // registers testing.*
-         Function add = Function.getGlobal("testing.add");
-         Function twice = Function.register("demo.twice", args -> 2 * (Long) args[0], true);
-         Function apply = Function.getGlobal("testing.apply");
-         NDArray ones = NDArray.of(new float[] {1, 1, 1, 1}, 4)) {
-      assert add.callLong(1, 2) == 3;                 // primitive fast path: no boxing
-      assert apply.call(twice, 21L).equals(42L);      // C++ calls back into Java
+    try (Module lib = Module.load(TestEnv.lib("polyffi_testing")); // registers testing.*
+        Function add = Function.getGlobal("testing.add");
+        Function twice = Function.register("demo.twice", args -> 2 * (Long) args[0], true);
+        Function apply = Function.getGlobal("testing.apply");
+        NDArray ones = NDArray.of(new float[] {1, 1, 1, 1}, 4)) {
+      assert add.callLong(1, 2) == 3; // primitive fast path: no boxing
+      assert apply.call(twice, 21L).equals(42L); // C++ calls back into Java
       assert Registry.namespace("testing").call("nd_sum", ones).equals(4.0);
-    }   // add.call(1.5, 2) throws FFIException: getKind() "TypeError", naming argument 0
+    } // add.call(1.5, 2) throws FFIException: getKind() "TypeError", naming argument 0
     // README:end
     Function.removeGlobal("demo.twice");
     boolean asserts = false;
@@ -45,8 +45,10 @@ class ReadmeExampleTest {
         shown.add(line);
       }
     }
-    List<String> src = Files.readAllLines(TestEnv.repoRoot()
-        .resolve("bindings/java/src/test/java/org/polyffi/ReadmeExampleTest.java"));
+    List<String> src =
+        Files.readAllLines(
+            TestEnv.repoRoot()
+                .resolve("bindings/java/src/test/java/org/polyffi/ReadmeExampleTest.java"));
     List<String> tested = new ArrayList<>();
     boolean on = false;
     for (String line : src) {
@@ -55,8 +57,10 @@ class ReadmeExampleTest {
       } else if (line.trim().equals("// README:end")) {
         break;
       } else if (on) {
-        tested.add(line.substring(4)
-            .replace("TestEnv.lib(\"polyffi_testing\")", "\"build/lib/libpolyffi_testing.so\""));
+        tested.add(
+            line.substring(4)
+                .replace(
+                    "TestEnv.lib(\"polyffi_testing\")", "\"build/lib/libpolyffi_testing.so\""));
       }
     }
     assertEquals(tested, shown);

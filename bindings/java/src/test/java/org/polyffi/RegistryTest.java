@@ -72,7 +72,8 @@ class RegistryTest {
 
   @Test
   void bindFailsEarlyForAMissingFunction() {
-    FFIException e = assertThrows(FFIException.class, () -> Registry.bind("testing", Missing.class));
+    FFIException e =
+        assertThrows(FFIException.class, () -> Registry.bind("testing", Missing.class));
     assertEquals("ValueError", e.getKind());
     assertTrue(e.getMessage().contains("testing.no_such_function"), e.getMessage());
   }

@@ -26,11 +26,13 @@ class ThreadsTest {
     Set<String> names = ConcurrentHashMap.newKeySet();
     Set<Boolean> daemon = ConcurrentHashMap.newKeySet();
     try (Function onThread = Function.getGlobal("testing.call_on_thread");
-        Function f = Function.convert(args -> {
-          names.add(Thread.currentThread().getName());
-          daemon.add(Thread.currentThread().isDaemon());
-          return (Long) args[0] + 1;
-        })) {
+        Function f =
+            Function.convert(
+                args -> {
+                  names.add(Thread.currentThread().getName());
+                  daemon.add(Thread.currentThread().isDaemon());
+                  return (Long) args[0] + 1;
+                })) {
       for (long i = 0; i < 1000; i++) assertEquals(i + 1, onThread.call(f, i));
       // every native thread was attached as "polyffi-native" and detached when it ended
       long attached = nativeThreads();
@@ -46,7 +48,8 @@ class ThreadsTest {
 
   static long nativeThreads() {
     return Thread.getAllStackTraces().keySet().stream()
-        .filter(t -> t.getName().equals("polyffi-native")).count();
+        .filter(t -> t.getName().equals("polyffi-native"))
+        .count();
   }
 
   @Test
@@ -56,20 +59,22 @@ class ThreadsTest {
     try (Function releaseOnThread = Function.getGlobal("testing.release_on_thread");
         Function join = Function.getGlobal("testing.join_release_threads")) {
       for (int i = 0; i < 20; i++) {
-        Function f = Function.convert(new Callback() {
-          @Override
-          public Object invoke(Object... args) {
-            return null;
-          }
+        Function f =
+            Function.convert(
+                new Callback() {
+                  @Override
+                  public Object invoke(Object... args) {
+                    return null;
+                  }
 
-          @Override
-          public void release() {
-            released.incrementAndGet();
-            if (!Thread.currentThread().getName().equals("polyffi-native")) {
-              releasedOnJvmThread.incrementAndGet();
-            }
-          }
-        });
+                  @Override
+                  public void release() {
+                    released.incrementAndGet();
+                    if (!Thread.currentThread().getName().equals("polyffi-native")) {
+                      releasedOnJvmThread.incrementAndGet();
+                    }
+                  }
+                });
         releaseOnThread.call(f);
         f.close(); // ours goes first; the native thread drops the last one
       }
@@ -88,17 +93,20 @@ class ThreadsTest {
       List<Future<Long>> results = new ArrayList<>();
       for (int t = 0; t < 8; t++) {
         final long id = t;
-        results.add(pool.submit(() -> {
-          long acc = 0;
-          for (long i = 0; i < 20000; i++) {
-            acc += add3.callLong(i, id, 1);
-            if (i % 10 == 0) {
-              acc += (Long) apply.call(twice, i);
-              assertEquals("t" + id + ":" + i, concat.call("t" + id, ":", Long.toString(i)));
-            }
-          }
-          return acc;
-        }));
+        results.add(
+            pool.submit(
+                () -> {
+                  long acc = 0;
+                  for (long i = 0; i < 20000; i++) {
+                    acc += add3.callLong(i, id, 1);
+                    if (i % 10 == 0) {
+                      acc += (Long) apply.call(twice, i);
+                      assertEquals(
+                          "t" + id + ":" + i, concat.call("t" + id, ":", Long.toString(i)));
+                    }
+                  }
+                  return acc;
+                }));
       }
       for (int t = 0; t < 8; t++) {
         long want = 0;
@@ -119,12 +127,15 @@ class ThreadsTest {
     long[][] spans = new long[4][2];
     ExecutorService base = Executors.newFixedThreadPool(4);
     AtomicInteger next = new AtomicInteger();
-    java.util.concurrent.Executor recording = r -> base.execute(() -> {
-      int k = next.getAndIncrement();
-      spans[k][0] = System.nanoTime();
-      r.run();
-      spans[k][1] = System.nanoTime();
-    });
+    java.util.concurrent.Executor recording =
+        r ->
+            base.execute(
+                () -> {
+                  int k = next.getAndIncrement();
+                  spans[k][0] = System.nanoTime();
+                  r.run();
+                  spans[k][1] = System.nanoTime();
+                });
     try (Function sleep = Function.getGlobal("testing.sleep_ms")) {
       List<CompletableFuture<Object>> futures = new ArrayList<>();
       for (int i = 0; i < 4; i++) futures.add(sleep.callAsync(recording, 300L));
@@ -162,7 +173,8 @@ class ThreadsTest {
     try (Function raise = Function.getGlobal("testing.raise_error")) {
       CompletableFuture<Object> f = raise.callAsync("KeyError", "async");
       java.util.concurrent.ExecutionException e =
-          assertThrows(java.util.concurrent.ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
+          assertThrows(
+              java.util.concurrent.ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
       assertEquals("KeyError", ((FFIException) e.getCause()).getKind());
     }
   }

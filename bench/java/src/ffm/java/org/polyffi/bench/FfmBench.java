@@ -16,7 +16,9 @@ import org.openjdk.jmh.annotations.*;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xms256m", "-Xmx256m", "--enable-native-access=ALL-UNNAMED"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms256m", "-Xmx256m", "--enable-native-access=ALL-UNNAMED"})
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 1)
 public class FfmBench {
@@ -35,16 +37,31 @@ public class FfmBench {
   public void setUp() throws Exception {
     Linker linker = Linker.nativeLinker();
     Arena arena = Arena.global();
-    SymbolLookup base = SymbolLookup.libraryLookup(java.nio.file.Path.of(BenchEnv.lib("bench_baseline")), arena);
+    SymbolLookup base =
+        SymbolLookup.libraryLookup(java.nio.file.Path.of(BenchEnv.lib("bench_baseline")), arena);
     SymbolLookup jni = SymbolLookup.libraryLookup(java.nio.file.Path.of(BenchEnv.jniLib()), arena);
-    nop = linker.downcallHandle(base.find("bench_baseline_nop").orElseThrow(), FunctionDescriptor.ofVoid());
-    add3 = linker.downcallHandle(base.find("bench_baseline_add3").orElseThrow(),
-        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-    callN = linker.downcallHandle(jni.find("bench_call_n").orElseThrow(),
-        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-    MethodHandle target = MethodHandles.lookup().findStatic(FfmBench.class, "identity",
-        MethodType.methodType(long.class, long.class));
-    upcall = linker.upcallStub(target, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), arena);
+    nop =
+        linker.downcallHandle(
+            base.find("bench_baseline_nop").orElseThrow(), FunctionDescriptor.ofVoid());
+    add3 =
+        linker.downcallHandle(
+            base.find("bench_baseline_add3").orElseThrow(),
+            FunctionDescriptor.of(
+                ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_LONG));
+    callN =
+        linker.downcallHandle(
+            jni.find("bench_call_n").orElseThrow(),
+            FunctionDescriptor.of(
+                ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    MethodHandle target =
+        MethodHandles.lookup()
+            .findStatic(FfmBench.class, "identity", MethodType.methodType(long.class, long.class));
+    upcall =
+        linker.upcallStub(
+            target, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), arena);
   }
 
   @Benchmark

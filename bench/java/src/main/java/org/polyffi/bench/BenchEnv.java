@@ -22,7 +22,8 @@ public final class BenchEnv {
     if (p != null) return Paths.get(p);
     try {
       // .../bench/java/target/classes -> the repository
-      Path classes = Paths.get(BenchEnv.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      Path classes =
+          Paths.get(BenchEnv.class.getProtectionDomain().getCodeSource().getLocation().toURI());
       return classes.getParent().getParent().getParent().getParent();
     } catch (java.net.URISyntaxException e) {
       throw new IllegalStateException(e);

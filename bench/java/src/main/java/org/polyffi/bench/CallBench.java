@@ -12,7 +12,9 @@ import org.polyffi.Module;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xms256m", "-Xmx256m"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms256m", "-Xmx256m"})
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 1)
 public class CallBench {

@@ -7,8 +7,8 @@ import org.polyffi.Module;
 
 /**
  * Ratios that survive a loaded machine: each pair (ours, floor) is timed in alternating short
- * bursts, 31 rounds, and the median of the per-round ratios is printed beside the median ns of
- * each side. JMH (CallBench) gives the full table; this checks the three targets.
+ * bursts, 31 rounds, and the median of the per-round ratios is printed beside the median ns of each
+ * side. JMH (CallBench) gives the full table; this checks the three targets.
  */
 public final class Paired {
   private Paired() {}
@@ -61,47 +61,73 @@ public final class Paired {
         Function objCb = Function.convert(a -> a[0])) {
       long fn = add3.address();
       Jna.LongFn jnaCb = i -> i;
-      System.out.printf("%-58s %9s %9s %8s%n", "pair (ours vs floor)", "ours ns", "floor ns", "ratio");
-      pair("add3 fast path vs plain JNI add3", () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += add3.callLong(i, 2, 3);
-        return s;
-      }, () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += PlainJni.add3(i, 2, 3);
-        return s;
-      }, n);
-      pair("add3 fast path vs plain JNI calling TVMFuncCall", () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += add3.callLong(i, 2, 3);
-        return s;
-      }, () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += PlainJni.packedAdd3(fn, i, 2, 3);
-        return s;
-      }, n);
-      pair("nop fast path vs plain JNI nop", () -> {
-        for (long i = 0; i < n; i++) nop.callVoid();
-        return 0;
-      }, () -> {
-        for (long i = 0; i < n; i++) PlainJni.nop();
-        return 0;
-      }, n);
-      pair("add3 call(Object...) vs JNA direct add3", () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += (Long) add3.call(i, 2L, 3L);
-        return s;
-      }, () -> {
-        long s = 0;
-        for (long i = 0; i < n; i++) s += Jna.Baseline.bench_baseline_add3(i, 2, 3);
-        return s;
-      }, n);
-      pair("C->Java LongCallback (call_n) vs JNI CallStaticLongMethod", () -> (Long) callN.call(longCb, n),
-          () -> PlainJni.callbackLoop(n), n);
-      pair("C->Java Callback(Object...) (call_n) vs JNI CallStaticLongMethod",
-          () -> (Long) callN.call(objCb, n), () -> PlainJni.callbackLoop(n), n);
-      pair("C->Java LongCallback (call_n) vs JNA callback", () -> (Long) callN.call(longCb, n),
-          () -> Jna.Loop.bench_call_n(jnaCb, n), n);
+      System.out.printf(
+          "%-58s %9s %9s %8s%n", "pair (ours vs floor)", "ours ns", "floor ns", "ratio");
+      pair(
+          "add3 fast path vs plain JNI add3",
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += add3.callLong(i, 2, 3);
+            return s;
+          },
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += PlainJni.add3(i, 2, 3);
+            return s;
+          },
+          n);
+      pair(
+          "add3 fast path vs plain JNI calling TVMFuncCall",
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += add3.callLong(i, 2, 3);
+            return s;
+          },
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += PlainJni.packedAdd3(fn, i, 2, 3);
+            return s;
+          },
+          n);
+      pair(
+          "nop fast path vs plain JNI nop",
+          () -> {
+            for (long i = 0; i < n; i++) nop.callVoid();
+            return 0;
+          },
+          () -> {
+            for (long i = 0; i < n; i++) PlainJni.nop();
+            return 0;
+          },
+          n);
+      pair(
+          "add3 call(Object...) vs JNA direct add3",
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += (Long) add3.call(i, 2L, 3L);
+            return s;
+          },
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += Jna.Baseline.bench_baseline_add3(i, 2, 3);
+            return s;
+          },
+          n);
+      pair(
+          "C->Java LongCallback (call_n) vs JNI CallStaticLongMethod",
+          () -> (Long) callN.call(longCb, n),
+          () -> PlainJni.callbackLoop(n),
+          n);
+      pair(
+          "C->Java Callback(Object...) (call_n) vs JNI CallStaticLongMethod",
+          () -> (Long) callN.call(objCb, n),
+          () -> PlainJni.callbackLoop(n),
+          n);
+      pair(
+          "C->Java LongCallback (call_n) vs JNA callback",
+          () -> (Long) callN.call(longCb, n),
+          () -> Jna.Loop.bench_call_n(jnaCb, n),
+          n);
     }
   }
 }

@@ -10,8 +10,8 @@ import org.polyffi.Module;
 
 /**
  * The soak: 10M calls on each path and 1M callback create/call/close cycles, printing resident
- * memory (VmRSS) and the fixtures' live objects as they go. Memory must stay flat and live
- * objects must come back to where they started; nothing here asserts, it prints what it saw.
+ * memory (VmRSS) and the fixtures' live objects as they go. Memory must stay flat and live objects
+ * must come back to where they started; nothing here asserts, it prints what it saw.
  */
 public final class Soak {
   private Soak() {}
@@ -56,24 +56,27 @@ public final class Soak {
       AtomicLong released = new AtomicLong();
       for (long i = 1; i <= cycles; i++) {
         created.incrementAndGet();
-        try (Function f = Function.convert(new Callback() {
-              @Override
-              public Object invoke(Object... a) {
-                return a[0];
-              }
+        try (Function f =
+            Function.convert(
+                new Callback() {
+                  @Override
+                  public Object invoke(Object... a) {
+                    return a[0];
+                  }
 
-              @Override
-              public void release() {
-                released.incrementAndGet();
-              }
-            })) {
+                  @Override
+                  public void release() {
+                    released.incrementAndGet();
+                  }
+                })) {
           acc += (Long) apply.call(f, i);
         }
         if (i % (cycles / 5) == 0) row("callback create/call/close", i, liveObjects.callLong());
       }
       System.gc();
       row("end (after one GC)", calls * 3 + cycles, liveObjects.callLong());
-      System.out.printf("callbacks created %d, released %d; live objects start %d, end %d; checksum %d%n",
+      System.out.printf(
+          "callbacks created %d, released %d; live objects start %d, end %d; checksum %d%n",
           created.get(), released.get(), live0, liveObjects.callLong(), acc);
     }
   }

@@ -12,7 +12,6 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -52,7 +51,8 @@ public final class DigitsApp implements AutoCloseable {
     server.setExecutor(executor);
     server.createContext("/predict", this::predict);
     server.createContext("/health", this::health);
-    server.createContext("/", ex -> reply(ex, 404, error("no such path: " + ex.getRequestURI().getPath())));
+    server.createContext(
+        "/", ex -> reply(ex, 404, error("no such path: " + ex.getRequestURI().getPath())));
     server.start();
   }
 
@@ -78,8 +78,13 @@ public final class DigitsApp implements AutoCloseable {
       reply(ex, 405, error("use GET"));
       return;
     }
-    reply(ex, 200, JSON.createObjectNode().put("status", "ok").put("model", "digits")
-        .put("polyffi", Library.runtimeVersion()));
+    reply(
+        ex,
+        200,
+        JSON.createObjectNode()
+            .put("status", "ok")
+            .put("model", "digits")
+            .put("polyffi", Library.runtimeVersion()));
   }
 
   /** Rows of the request, or null after replying 4xx. */
@@ -97,7 +102,9 @@ public final class DigitsApp implements AutoCloseable {
       return null;
     }
     if (inputs.size() == 0 || inputs.size() > MAX_ROWS) {
-      reply(ex, inputs.size() == 0 ? 400 : 413,
+      reply(
+          ex,
+          inputs.size() == 0 ? 400 : 413,
           error("inputs must hold 1 to " + MAX_ROWS + " rows, got " + inputs.size()));
       return null;
     }
@@ -105,7 +112,10 @@ public final class DigitsApp implements AutoCloseable {
     for (int i = 0; i < rows.length; i++) {
       JsonNode row = inputs.get(i);
       if (!row.isArray() || row.size() != DigitsModel.FEATURES) {
-        reply(ex, 400, error("row " + i + " must be an array of " + DigitsModel.FEATURES + " numbers"));
+        reply(
+            ex,
+            400,
+            error("row " + i + " must be an array of " + DigitsModel.FEATURES + " numbers"));
         return null;
       }
       for (int j = 0; j < DigitsModel.FEATURES; j++) {
@@ -168,7 +178,8 @@ public final class DigitsApp implements AutoCloseable {
     ByteBuffer yb = ByteBuffer.wrap(y).order(ByteOrder.LITTLE_ENDIAN);
     float[][] rows = new float[n][DigitsModel.FEATURES];
     for (int i = 0; i < n; i++) {
-      for (int j = 0; j < DigitsModel.FEATURES; j++) rows[i][j] = xb.getFloat(4 * (DigitsModel.FEATURES * i + j));
+      for (int j = 0; j < DigitsModel.FEATURES; j++)
+        rows[i][j] = xb.getFloat(4 * (DigitsModel.FEATURES * i + j));
     }
     int correct = 0;
     int agree = 0;
@@ -189,9 +200,12 @@ public final class DigitsApp implements AutoCloseable {
     }
     Arrays.sort(ns);
     System.out.printf("samples:                 %d%n", n);
-    System.out.printf("accuracy:                %.2f %% (%d / %d)%n", 100.0 * correct / n, correct, n);
+    System.out.printf(
+        "accuracy:                %.2f %% (%d / %d)%n", 100.0 * correct / n, correct, n);
     System.out.printf("agreement with train.py: %d / %d%n", agree, n);
-    System.out.printf("batch-1 latency:         median %.2f us, p90 %.2f us (JVM, set_input+run+get_output, 5 x %d)%n",
+    System.out.printf(
+        "batch-1 latency:         median %.2f us, p90 %.2f us (JVM, set_input+run+get_output, 5 x"
+            + " %d)%n",
         ns[ns.length / 2] / 1e3, ns[ns.length * 9 / 10] / 1e3, n);
     if (agree != n) throw new IllegalStateException("predictions differ from expected.json");
   }
@@ -207,13 +221,26 @@ public final class DigitsApp implements AutoCloseable {
       }
       return;
     }
-    DigitsApp app = new DigitsApp(model, opt(args, "--host", "127.0.0.1"),
-        Integer.parseInt(opt(args, "--port", "8080")), threads);
-    System.out.println("digits-jvm listening on http://" + opt(args, "--host", "127.0.0.1") + ":"
-        + app.port() + " (POST /predict, GET /health), " + threads + " threads");
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      app.close();
-      model.close();
-    }));
+    DigitsApp app =
+        new DigitsApp(
+            model,
+            opt(args, "--host", "127.0.0.1"),
+            Integer.parseInt(opt(args, "--port", "8080")),
+            threads);
+    System.out.println(
+        "digits-jvm listening on http://"
+            + opt(args, "--host", "127.0.0.1")
+            + ":"
+            + app.port()
+            + " (POST /predict, GET /health), "
+            + threads
+            + " threads");
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  app.close();
+                  model.close();
+                }));
   }
 }

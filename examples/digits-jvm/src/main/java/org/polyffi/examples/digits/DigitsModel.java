@@ -13,8 +13,8 @@ import org.polyffi.NDArray;
 
 /**
  * The digits MLP (64 features -> 10 classes) through polyffi's graph executor: one model library,
- * and a pool of batch-1 executors, each with its own input and output arrays, so request
- * threads never share an executor.
+ * and a pool of batch-1 executors, each with its own input and output arrays, so request threads
+ * never share an executor.
  */
 public final class DigitsModel implements AutoCloseable {
   public static final int FEATURES = 64;
@@ -50,7 +50,9 @@ public final class DigitsModel implements AutoCloseable {
   private final BlockingQueue<Predictor> pool;
   private final Predictor[] all;
 
-  /** Loads modelDir/graph_b1.json and params.bin over the library at libPath, poolSize executors. */
+  /**
+   * Loads modelDir/graph_b1.json and params.bin over the library at libPath, poolSize executors.
+   */
   public DigitsModel(Path modelDir, Path libPath, int poolSize) throws IOException {
     String graph = Files.readString(modelDir.resolve("graph_b1.json"));
     byte[] params = Files.readAllBytes(modelDir.resolve("params.bin"));

@@ -27,7 +27,8 @@ import org.junit.jupiter.api.Test;
 class DigitsAppTest {
   static final ObjectMapper JSON = new ObjectMapper();
   static final Path MODEL = Paths.get(System.getProperty("digits.model.dir", "../digits/model"));
-  static final Path LIB = Paths.get(System.getProperty("digits.model.lib", "../../build/lib/libdigits_model.so"));
+  static final Path LIB =
+      Paths.get(System.getProperty("digits.model.lib", "../../build/lib/libdigits_model.so"));
   static DigitsModel model;
   static DigitsApp app;
   static HttpClient http;
@@ -58,10 +59,14 @@ class DigitsAppTest {
   }
 
   static HttpResponse<String> send(String method, String path, String body) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + path))
-        .timeout(java.time.Duration.ofSeconds(30));
-    b = body == null ? b.method(method, HttpRequest.BodyPublishers.noBody())
-        : b.method(method, HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json");
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + path))
+            .timeout(java.time.Duration.ofSeconds(30));
+    b =
+        body == null
+            ? b.method(method, HttpRequest.BodyPublishers.noBody())
+            : b.method(method, HttpRequest.BodyPublishers.ofString(body))
+                .header("Content-Type", "application/json");
     return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
   }
 
@@ -107,15 +112,19 @@ class DigitsAppTest {
       List<Future<Integer>> done = new ArrayList<>();
       for (int c = 0; c < 8; c++) {
         final int start = c * 40;
-        done.add(clients.submit(() -> {
-          int ok = 0;
-          for (int k = 0; k < 5; k++) {
-            int from = start + k * 8;
-            JsonNode body = JSON.readTree(send("POST", "/predict", batch(from, from + 8)).body());
-            for (int i = 0; i < 8; i++) ok += body.get("predictions").get(i).asInt() == expected[from + i] ? 1 : 0;
-          }
-          return ok;
-        }));
+        done.add(
+            clients.submit(
+                () -> {
+                  int ok = 0;
+                  for (int k = 0; k < 5; k++) {
+                    int from = start + k * 8;
+                    JsonNode body =
+                        JSON.readTree(send("POST", "/predict", batch(from, from + 8)).body());
+                    for (int i = 0; i < 8; i++)
+                      ok += body.get("predictions").get(i).asInt() == expected[from + i] ? 1 : 0;
+                  }
+                  return ok;
+                }));
       }
       for (Future<Integer> f : done) assertEquals(40, f.get(60, TimeUnit.SECONDS));
     } finally {
@@ -129,10 +138,11 @@ class DigitsAppTest {
     assertEquals(400, send("POST", "/predict", "{}").statusCode());
     assertEquals(400, send("POST", "/predict", "{\"inputs\": []}").statusCode());
     assertEquals(400, send("POST", "/predict", "{\"inputs\": [[1, 2, 3]]}").statusCode());
-    HttpResponse<String> strRow = send("POST", "/predict",
-        "{\"inputs\": [[" + "\"a\",".repeat(63) + "\"a\"]]}");
+    HttpResponse<String> strRow =
+        send("POST", "/predict", "{\"inputs\": [[" + "\"a\",".repeat(63) + "\"a\"]]}");
     assertEquals(400, strRow.statusCode());
-    assertTrue(JSON.readTree(strRow.body()).get("error").asText().contains("column 0"), strRow.body());
+    assertTrue(
+        JSON.readTree(strRow.body()).get("error").asText().contains("column 0"), strRow.body());
     assertEquals(405, send("GET", "/predict", null).statusCode());
     assertEquals(404, send("GET", "/nothing", null).statusCode());
     // the server still answers after all that
