@@ -101,8 +101,10 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
       if (c == kTVMDataType) a[i] &= 0xffffffffLL;
       packed |= c << (8 * i);
     }
-    jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke4, cb, num_args,
-                                        packed, a[0], a[1], a[2], a[3]);
+    jlong r = num_args == 1 ? env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke1, cb,
+                                                        packed, a[0])
+                            : env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke4, cb,
+                                                        num_args, packed, a[0], a[1], a[2], a[3]);
     if (env->ExceptionCheck()) return FailPending(env);
     if (r != kInFrame) {  // an int result: nothing else to read
       TVMValue v;

@@ -46,6 +46,7 @@ struct Globals {
   jclass illegal_argument_class = nullptr;
   jmethodID errors_from_native = nullptr;    // static Throwable fromNative(String)
   jmethodID callbacks_invoke4 = nullptr;     // static long invoke4(Callback, int, int, long x4)
+  jmethodID callbacks_invoke1 = nullptr;     // static long invoke1(Callback, int, long)
   jmethodID callbacks_last_frame = nullptr;  // static Frame lastFrame()
   jmethodID callbacks_invoke_n =
       nullptr;  // static Frame invokeN(Callback, long[], int[], Object[])

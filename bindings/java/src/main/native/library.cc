@@ -38,6 +38,8 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
                                                 "(Ljava/lang/String;)Ljava/lang/Throwable;");
   g.callbacks_invoke4 =
       env->GetStaticMethodID(g.callbacks_class, "invoke4", "(Lorg/polyffi/Callback;IIJJJJ)J");
+  g.callbacks_invoke1 =
+      env->GetStaticMethodID(g.callbacks_class, "invoke1", "(Lorg/polyffi/Callback;IJ)J");
   g.callbacks_last_frame =
       env->GetStaticMethodID(g.callbacks_class, "lastFrame", "()Lorg/polyffi/Callbacks$Frame;");
   g.callbacks_invoke_n = env->GetStaticMethodID(
@@ -56,9 +58,9 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   g.frame_ret_ref = env->GetFieldID(g.frame_class, "retRef", "Ljava/lang/Object;");
   g.frame_ret_owned = env->GetFieldID(g.frame_class, "retOwned", "Z");
   if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_last_frame ||
-      !g.callbacks_invoke_n || !g.callbacks_released || !g.callbacks_invoke_long ||
-      !g.callbacks_stash || !g.ffi_exception_init || !g.frame_ret_code || !g.frame_ret_value ||
-      !g.frame_ret_ref || !g.frame_ret_owned) {
+      !g.callbacks_invoke1 || !g.callbacks_invoke_n || !g.callbacks_released ||
+      !g.callbacks_invoke_long || !g.callbacks_stash || !g.ffi_exception_init ||
+      !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned) {
     return JNI_ERR;
   }
   return JNI_VERSION_1_8;

@@ -65,6 +65,26 @@ final class Callbacks {
     return IN_FRAME;
   }
 
+  /** invoke4 for the most common shape, one argument: fewer JNI arguments to push. */
+  static long invoke1(Callback cb, int code, long a0) {
+    boolean handle = isHandleCode(code);
+    List<Handle> borrowed = handle ? FRAME.get().borrowed : null;
+    int mark = handle ? borrowed.size() : 0;
+    try {
+      Object r = cb.invoke(code == Values.INT ? Long.valueOf(a0) : arg(borrowed, code, a0));
+      if (r instanceof Long) {
+        long v = (Long) r;
+        if (v != IN_FRAME) return v;
+      }
+      packReturn(FRAME.get(), r);
+    } catch (Throwable t) {
+      fail(FRAME.get(), t);
+    } finally {
+      if (handle) release(borrowed, mark);
+    }
+    return IN_FRAME;
+  }
+
   /** The Frame invoke4 left its result in. */
   static Frame lastFrame() {
     return FRAME.get();
