@@ -6,8 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/ci/java-env.sh"
 [ -f "$root/build/lib/libdigits_model.so" ] || "$root/ci/build.sh" "$root/build" >/dev/null
 mvn_q=(mvn -B -ntp -q -Dstyle.color=never)
-"${mvn_q[@]}" -f "$root/bindings/java/pom.xml" install -DskipTests >/dev/null
-"${mvn_q[@]}" -f "$root/examples/digits-jvm/pom.xml" package -DskipTests >/dev/null
+quiet() { local out; out=$("$@" 2>&1) || { echo "$out"; return 1; }; }  # output only on failure
+quiet "${mvn_q[@]}" -f "$root/bindings/java/pom.xml" install -DskipTests
+quiet "${mvn_q[@]}" -f "$root/examples/digits-jvm/pom.xml" package -DskipTests
 echo "== digits classifier from the JVM (examples/digits-jvm)"
 java -cp "$root/examples/digits-jvm/target/digits-jvm.jar:$root/examples/digits-jvm/target/lib/*" \
   org.polyffi.examples.digits.DigitsApp --batch --threads 1 \
