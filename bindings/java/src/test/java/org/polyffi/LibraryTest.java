@@ -56,4 +56,30 @@ class LibraryTest {
     assertTrue(out.contains("jar resource"), out);
     assertTrue(out.contains("/also/nonexistent"), out);
   }
+
+  /** The glue exports what the JVM looks up and nothing else (`nm` from binutils). */
+  @Test
+  void glueExportsOnlyJniSymbols() throws Exception {
+    Path glue = Path.of(Library.loadedFrom(), Library.GLUE);
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isRegularFile(glue), "glue not beside core");
+    Process p;
+    try {
+      p = new ProcessBuilder("nm", "-D", "--defined-only", glue.toString()).start();
+    } catch (java.io.IOException e) {
+      org.junit.jupiter.api.Assumptions.abort("nm is not installed");
+      return;
+    }
+    List<String> unexpected = new ArrayList<>();
+    for (String line : new String(p.getInputStream().readAllBytes()).split("\n")) {
+      String[] f = line.trim().split("\\s+");
+      String sym = f[f.length - 1];
+      if (!sym.isEmpty()
+          && !sym.equals("JNI_OnLoad")
+          && !sym.startsWith("Java_org_polyffi_Native_")) {
+        unexpected.add(sym);
+      }
+    }
+    assertEquals(0, p.waitFor());
+    assertEquals(List.of(), unexpected);
+  }
 }
