@@ -14,3 +14,4 @@ echo
 "$root/ci/demo-python.sh"
 echo
 "$root/ci/demo-rust.sh"
+"$root/ci/demo-java.sh"

@@ -18,4 +18,5 @@ if command -v cargo >/dev/null || [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "rustfmt: bindings/rust workspace"
   PATH="$HOME/.cargo/bin:$PATH" cargo fmt --all --manifest-path bindings/rust/Cargo.toml -- --check
 fi
+ci/lint-java.sh
 echo "lint clean"

@@ -1,0 +1,27 @@
+package org.polyffi.bench;
+
+/** Hand-written JNI of fixed signatures: the floor. */
+public final class PlainJni {
+  private PlainJni() {}
+
+  static {
+    BenchEnv.init();
+    System.load(BenchEnv.jniLib());
+  }
+
+  /** TVMFuncCall(fn, a, b, c) from a plain JNI method: JNI + the packed call, nothing else. */
+  public static native long packedAdd3(long fn, long a, long b, long c);
+
+  public static native void nop();
+
+  public static native long add3(long a, long b, long c);
+
+  public static native String echo(String s);
+
+  /** C calls {@link #callback(long)} n times through CallStaticLongMethod; returns the sum. */
+  public static native long callbackLoop(long n);
+
+  static long callback(long i) {
+    return i;
+  }
+}

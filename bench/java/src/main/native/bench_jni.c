@@ -1,0 +1,67 @@
+/* Floors for the Java benchmarks: what a hand-written JNI binding of one fixed signature costs. */
+#include <jni.h>
+#include <polyffi/c_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+
+void bench_baseline_nop(void);
+int64_t bench_baseline_add3(int64_t a, int64_t b, int64_t c);
+
+JNIEXPORT void JNICALL Java_org_polyffi_bench_PlainJni_nop(JNIEnv* env, jclass cls) {
+  (void)env;
+  (void)cls;
+  bench_baseline_nop();
+}
+
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_add3(JNIEnv* env, jclass cls, jlong a,
+                                                             jlong b, jlong c) {
+  (void)env;
+  (void)cls;
+  return bench_baseline_add3(a, b, c);
+}
+
+/* The packed call alone: a plain JNI method that calls TVMFuncCall(fn, 3 ints), as a
+ * hand-written JNI binding of one function would (no handle checks, no error text). */
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_packedAdd3(JNIEnv* env, jclass cls,
+                                                                   jlong fn, jlong a, jlong b,
+                                                                   jlong c) {
+  (void)env;
+  (void)cls;
+  TVMValue v[3];
+  int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
+  v[0].v_int64 = a;
+  v[1].v_int64 = b;
+  v[2].v_int64 = c;
+  TVMValue ret;
+  int code;
+  if (TVMFuncCall((TVMFunctionHandle)fn, v, codes, 3, &ret, &code) != 0) return -1;
+  return ret.v_int64;
+}
+
+/* A String into C as UTF-8 and a new String back: the floor of a string echo. */
+JNIEXPORT jstring JNICALL Java_org_polyffi_bench_PlainJni_echo(JNIEnv* env, jclass cls, jstring s) {
+  (void)cls;
+  char buf[256];
+  jsize n = (*env)->GetStringUTFLength(env, s);
+  if (n >= (jsize)sizeof(buf)) return NULL;
+  (*env)->GetStringUTFRegion(env, s, 0, (*env)->GetStringLength(env, s), buf);
+  buf[n] = '\0';
+  return (*env)->NewStringUTF(env, buf);
+}
+
+/* C calls the static Java method PlainJni.callback(long) n times: the floor of a callback. */
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_callbackLoop(JNIEnv* env, jclass cls,
+                                                                     jlong n) {
+  static jmethodID cb = NULL;
+  if (cb == NULL) cb = (*env)->GetStaticMethodID(env, cls, "callback", "(J)J");
+  jlong sum = 0;
+  for (jlong i = 0; i < n; ++i) sum += (*env)->CallStaticLongMethod(env, cls, cb, i);
+  return sum;
+}
+
+/* For JNA callbacks and FFM upcalls: calls f(i) for i in 0..n-1 and sums the results. */
+__attribute__((visibility("default"))) int64_t bench_call_n(int64_t (*f)(int64_t), int64_t n) {
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += f(i);
+  return sum;
+}

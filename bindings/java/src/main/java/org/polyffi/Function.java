@@ -1,0 +1,217 @@
+package org.polyffi;
+
+import java.lang.ref.Reference;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A packed function (TVM's PackedFunc). AutoCloseable; close() is idempotent; use after close
+ * throws IllegalStateException; a Cleaner frees what nobody closed.
+ *
+ * <p>{@link #call(Object...)} converts any supported Java value. The primitive paths ({@link
+ * #callLong(long, long, long)}, {@link #callDouble(double)}, ...) pass longs / doubles straight
+ * into a stack TVMValue array in the glue: no boxing, no allocation per call.
+ *
+ * <p>Closing a Function while another thread is inside a call on it is a programming error.
+ */
+public final class Function extends Handle {
+  Function(long handle, boolean owned) {
+    super(handle, Values.FUNCTION, owned);
+  }
+
+  // ---- registry ------------------------------------------------------------------------------
+
+  /** The global function; missing: FFIException of kind ValueError. */
+  public static Function getGlobal(String name) {
+    Function f = getGlobal(name, true);
+    if (f == null) throw new FFIException("ValueError", "Cannot find global function " + name);
+    return f;
+  }
+
+  /** The global function, or null when missing and allowMissing. */
+  public static Function getGlobal(String name, boolean allowMissing) {
+    Objects.requireNonNull(name, "name");
+    long h = Native.getGlobal(name);
+    if (h == 0) {
+      if (allowMissing) return null;
+      throw new FFIException("ValueError", "Cannot find global function " + name);
+    }
+    return new Function(h, true);
+  }
+
+  /** A function that calls cb; the runtime's finalizer calls cb.release() exactly once. */
+  public static Function convert(Callback cb) {
+    Objects.requireNonNull(cb, "cb");
+    return new Function(Native.createCallback(cb), true);
+  }
+
+  /**
+   * A function that calls cb with one int argument: the callback fast path (no boxing, no
+   * allocation per call). Other arguments are a TypeError.
+   */
+  public static Function convertLong(LongCallback cb) {
+    Objects.requireNonNull(cb, "cb");
+    return new Function(Native.createLongCallback(cb), true);
+  }
+
+  /** Registers cb as a global function; returns the function (the caller closes it). */
+  public static Function register(String name, Callback cb, boolean override) {
+    Function f = convert(cb);
+    try {
+      f.register(name, override);
+    } catch (RuntimeException e) {
+      f.close();
+      throw e;
+    }
+    return f;
+  }
+
+  /** Registers this function under name (the registry keeps its own reference). */
+  public void register(String name, boolean override) {
+    Objects.requireNonNull(name, "name");
+    Native.registerGlobal(name, handle(), override);
+    Reference.reachabilityFence(this);
+  }
+
+  public static List<String> listGlobalNames() {
+    return Arrays.asList(Native.listGlobalNames());
+  }
+
+  /** Removes a global; an absent name is not an error. */
+  public static void removeGlobal(String name) {
+    Native.removeGlobal(Objects.requireNonNull(name, "name"));
+  }
+
+  // ---- calls ---------------------------------------------------------------------------------
+
+  /** Calls with converted arguments; returns Long, Double, Boolean, String, byte[], ... */
+  public Object call(Object... args) {
+    long h = handle();
+    int n = args.length;
+    Values.Frames frames = Values.FRAMES.get();
+    Values.Frame f = frames.push(n);
+    try {
+      for (int i = 0; i < n; i++) Values.pack(f, i, args[i]);
+      Object ref = Native.call(h, f.addr, f.cap, f.refs, n);
+      return Values.result(ref, f);
+    } finally {
+      frames.pop(f);
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** call(args) as a long (TypeError unless the result is an int). */
+  long callLongObj(Object... args) {
+    Object r = call(args);
+    if (r instanceof Long) return (Long) r;
+    throw new FFIException("TypeError", "expected int but got " + describe(r));
+  }
+
+  static String describe(Object r) {
+    return r == null ? "None" : r.getClass().getSimpleName();
+  }
+
+  /** Runs call(args) on the default executor (a cached pool of daemon threads). */
+  public CompletableFuture<Object> callAsync(Object... args) {
+    return callAsync(AsyncPool.EXECUTOR, args);
+  }
+
+  /** Runs call(args) on the given executor. */
+  public CompletableFuture<Object> callAsync(Executor executor, Object... args) {
+    handle(); // fail now, not in the future, when already closed
+    Object[] copy = args.clone();
+    return CompletableFuture.supplyAsync(() -> call(copy), executor);
+  }
+
+  private static final class AsyncPool {
+    static final AtomicInteger COUNT = new AtomicInteger();
+    static final ExecutorService EXECUTOR =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "polyffi-async-" + COUNT.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  // ---- primitive fast paths: ints in, int out (bool results are 0/1) -------------------------
+
+  public long callLong() {
+    long r = Native.callL0(handle());
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public long callLong(long a) {
+    long r = Native.callL1(handle(), a);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public long callLong(long a, long b) {
+    long r = Native.callL2(handle(), a, b);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public long callLong(long a, long b, long c) {
+    long r = Native.callL3(handle(), a, b, c);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public long callLong(long a, long b, long c, long d) {
+    long r = Native.callL4(handle(), a, b, c, d);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public long callLong(long... args) {
+    long r = Native.callLN(handle(), args);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  // floats in, float out (an int result is widened)
+
+  public double callDouble(double a) {
+    double r = Native.callD1(handle(), a);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public double callDouble(double a, double b) {
+    double r = Native.callD2(handle(), a, b);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public double callDouble(double a, double b, double c) {
+    double r = Native.callD3(handle(), a, b, c);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  public double callDouble(double... args) {
+    double r = Native.callDN(handle(), args);
+    Reference.reachabilityFence(this);
+    return r;
+  }
+
+  /** No arguments, result ignored. */
+  public void callVoid() {
+    Native.callV0(handle());
+    Reference.reachabilityFence(this);
+  }
+
+  @Override
+  public Function retain() {
+    return new Function(Native.retain(typeCode(), handle()), true);
+  }
+}

@@ -1,0 +1,4 @@
+package org.polyffi;
+
+/** A raw pointer (kTVMOpaqueHandle) passed through unchanged. */
+public record OpaqueHandle(long address) {}

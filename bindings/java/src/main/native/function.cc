@@ -1,0 +1,238 @@
+// The "function" part: TVMFuncCall from Java. The generic path unpacks the slots Values.java
+// filled; the primitive paths put jlong / jdouble straight into stack TVMValue arrays.
+#include <polyffi/type_code_name.h>
+
+#include "jni_util.h"
+
+using namespace polyffi_jni;
+
+namespace {
+
+constexpr int kInlineArgs = 8;
+
+// Storage for one call's arguments: stack arrays up to kInlineArgs, heap beyond.
+struct ArgStorage {
+  TVMValue inline_vals[kInlineArgs];
+  int inline_codes[kInlineArgs];
+  TVMByteArray inline_bytes[kInlineArgs];
+  std::vector<TVMValue> heap_vals;
+  std::vector<int> heap_codes;
+  std::vector<TVMByteArray> heap_bytes;
+  TVMValue* vals = inline_vals;
+  int* codes = inline_codes;
+  TVMByteArray* bytes = inline_bytes;
+
+  explicit ArgStorage(int n) {
+    if (n > kInlineArgs) {
+      heap_vals.resize(n);
+      heap_codes.resize(n);
+      heap_bytes.resize(n);
+      vals = heap_vals.data();
+      codes = heap_codes.data();
+      bytes = heap_bytes.data();
+    }
+  }
+};
+
+// A result the fast path cannot return: release it (no leak) and report a TypeError.
+void WrongResult(JNIEnv* env, const char* want, TVMValue ret, int code) {
+  FreeByCode(code, ret.v_handle);
+  ThrowFFI(env, "TypeError",
+           std::string("expected ") + want + " result but got " + PolyffiTypeCodeName(code));
+}
+
+jlong LongResult(JNIEnv* env, int rc, TVMValue ret, int code) {
+  if (rc != 0) {
+    ThrowLastError(env);
+    return 0;
+  }
+  if (code == kTVMArgInt || code == kDLUInt || code == kTVMArgBool) return ret.v_int64;
+  WrongResult(env, "an int", ret, code);
+  return 0;
+}
+
+jdouble DoubleResult(JNIEnv* env, int rc, TVMValue ret, int code) {
+  if (rc != 0) {
+    ThrowLastError(env);
+    return 0;
+  }
+  if (code == kTVMArgFloat) return ret.v_float64;
+  if (code == kTVMArgInt || code == kDLUInt || code == kTVMArgBool) {
+    return static_cast<jdouble>(ret.v_int64);
+  }
+  WrongResult(env, "a float", ret, code);
+  return 0;
+}
+
+template <int N>
+jlong CallLongs(JNIEnv* env, jlong fn, const jlong (&a)[N]) {
+  TVMValue vals[N > 0 ? N : 1];
+  int codes[N > 0 ? N : 1];
+  for (int i = 0; i < N; ++i) {
+    vals[i].v_int64 = a[i];
+    codes[i] = kTVMArgInt;
+  }
+  TVMValue ret;
+  int code = kTVMNullptr;
+  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, N, &ret, &code);
+  return LongResult(env, rc, ret, code);
+}
+
+template <int N>
+jdouble CallDoubles(JNIEnv* env, jlong fn, const jdouble (&a)[N]) {
+  TVMValue vals[N];
+  int codes[N];
+  for (int i = 0; i < N; ++i) {
+    vals[i].v_float64 = a[i];
+    codes[i] = kTVMArgFloat;
+  }
+  TVMValue ret;
+  int code = kTVMNullptr;
+  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, N, &ret, &code);
+  return DoubleResult(env, rc, ret, code);
+}
+
+}  // namespace
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_address(JNIEnv* env, jclass,
+                                                                   jobject buffer) {
+  return reinterpret_cast<jlong>(env->GetDirectBufferAddress(buffer));
+}
+
+// The generic call. slots: the frame's direct buffer, TVMValue[cap] then int[cap] codes then
+// the result slot; the values are used in place (str / bytes slots are filled in here).
+extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, jclass, jlong fn,
+                                                                  jlong slots, jint cap,
+                                                                  jobjectArray refs, jint n) {
+  auto* base = reinterpret_cast<char*>(slots);
+  auto* vals = reinterpret_cast<TVMValue*>(base);
+  auto* codes = reinterpret_cast<int*>(base + 8 * static_cast<size_t>(cap));
+  auto* out = reinterpret_cast<jlong*>(base + 12 * static_cast<size_t>(cap));
+  Arena arena;
+  TVMByteArray inline_bytes[kInlineArgs];
+  std::vector<TVMByteArray> heap_bytes;
+  TVMByteArray* bytes = inline_bytes;
+  if (n > kInlineArgs) {
+    heap_bytes.resize(n);
+    bytes = heap_bytes.data();
+  }
+  for (int i = 0; i < n; ++i) {
+    int c = codes[i];
+    if (c == kStr) {
+      auto* s = static_cast<jstring>(env->GetObjectArrayElement(refs, i));
+      vals[i].v_str = ToUtf8(env, s, &arena);
+      env->DeleteLocalRef(s);
+    } else if (c == kBytes) {
+      auto* b = static_cast<jbyteArray>(env->GetObjectArrayElement(refs, i));
+      jsize len = env->GetArrayLength(b);
+      char* data = arena.Alloc(static_cast<size_t>(len) + 1);
+      env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(data));
+      env->DeleteLocalRef(b);
+      bytes[i].data = data;
+      bytes[i].size = static_cast<size_t>(len);
+      vals[i].v_handle = &bytes[i];
+    }
+  }
+  TVMValue ret;
+  int code = kTVMNullptr;
+  if (TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, n, &ret, &code) != 0) {
+    ThrowLastError(env);
+    return nullptr;
+  }
+  out[0] = ret.v_int64;
+  out[1] = code;
+  jobject result = nullptr;
+  if (code == kTVMStr) {
+    result = NewStringUtf8(env, ret.v_str, std::strlen(ret.v_str));
+  } else if (code == kTVMBytes) {
+    auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
+    jbyteArray b = env->NewByteArray(static_cast<jsize>(arr->size));
+    if (b != nullptr) {
+      env->SetByteArrayRegion(b, 0, static_cast<jsize>(arr->size),
+                              reinterpret_cast<const jbyte*>(arr->data));
+    }
+    result = b;
+  } else if (code == kTVMDataType) {
+    out[0] = static_cast<jlong>(ret.v_type.code | (ret.v_type.bits << 8) |
+                                (static_cast<uint32_t>(ret.v_type.lanes) << 16));
+  }
+  return result;
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL0(JNIEnv* env, jclass, jlong fn) {
+  TVMValue ret;
+  int code = kTVMNullptr;
+  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), nullptr, nullptr, 0, &ret, &code);
+  return LongResult(env, rc, ret, code);
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL1(JNIEnv* env, jclass, jlong fn,
+                                                                  jlong a) {
+  return CallLongs<1>(env, fn, {a});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL2(JNIEnv* env, jclass, jlong fn,
+                                                                  jlong a, jlong b) {
+  return CallLongs<2>(env, fn, {a, b});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL3(JNIEnv* env, jclass, jlong fn,
+                                                                  jlong a, jlong b, jlong c) {
+  return CallLongs<3>(env, fn, {a, b, c});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL4(JNIEnv* env, jclass, jlong fn,
+                                                                  jlong a, jlong b, jlong c,
+                                                                  jlong d) {
+  return CallLongs<4>(env, fn, {a, b, c, d});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callLN(JNIEnv* env, jclass, jlong fn,
+                                                                  jlongArray jargs) {
+  jsize n = env->GetArrayLength(jargs);
+  ArgStorage args(n);
+  env->GetLongArrayRegion(jargs, 0, n, reinterpret_cast<jlong*>(args.vals));
+  for (int i = 0; i < n; ++i) args.codes[i] = kTVMArgInt;
+  TVMValue ret;
+  int code = kTVMNullptr;
+  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), args.vals, args.codes, n, &ret, &code);
+  return LongResult(env, rc, ret, code);
+}
+
+extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD1(JNIEnv* env, jclass, jlong fn,
+                                                                    jdouble a) {
+  return CallDoubles<1>(env, fn, {a});
+}
+
+extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD2(JNIEnv* env, jclass, jlong fn,
+                                                                    jdouble a, jdouble b) {
+  return CallDoubles<2>(env, fn, {a, b});
+}
+
+extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD3(JNIEnv* env, jclass, jlong fn,
+                                                                    jdouble a, jdouble b,
+                                                                    jdouble c) {
+  return CallDoubles<3>(env, fn, {a, b, c});
+}
+
+extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callDN(JNIEnv* env, jclass, jlong fn,
+                                                                    jdoubleArray jargs) {
+  jsize n = env->GetArrayLength(jargs);
+  ArgStorage args(n);
+  env->GetDoubleArrayRegion(jargs, 0, n, reinterpret_cast<jdouble*>(args.vals));
+  for (int i = 0; i < n; ++i) args.codes[i] = kTVMArgFloat;
+  TVMValue ret;
+  int code = kTVMNullptr;
+  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), args.vals, args.codes, n, &ret, &code);
+  return DoubleResult(env, rc, ret, code);
+}
+
+extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_callV0(JNIEnv* env, jclass, jlong fn) {
+  TVMValue ret;
+  int code = kTVMNullptr;
+  if (TVMFuncCall(reinterpret_cast<void*>(fn), nullptr, nullptr, 0, &ret, &code) != 0) {
+    ThrowLastError(env);
+    return;
+  }
+  FreeByCode(code, ret.v_handle);
+}

@@ -1,0 +1,236 @@
+package org.polyffi;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+class CallbackTest {
+  @BeforeAll
+  static void fixtures() {
+    TestEnv.loadFixtures();
+  }
+
+  static final class Boom extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Boom(String m) {
+      super(m);
+    }
+  }
+
+  @Test
+  void javaExceptionComesOutAsTheSameObject() {
+    Boom boom = new Boom("custom failure");
+    try (Function apply = Function.getGlobal("testing.apply");
+        Function thrower =
+            Function.convert(
+                args -> {
+                  throw boom;
+                })) {
+      Boom caught = assertThrows(Boom.class, () -> apply.call(thrower));
+      assertSame(boom, caught);
+      // ...with the callback's frames in its trace
+      boolean lambdaFrame = false;
+      for (StackTraceElement el : caught.getStackTrace()) {
+        lambdaFrame |= el.getMethodName().contains("lambda");
+      }
+      assertTrue(lambdaFrame);
+    }
+  }
+
+  @Test
+  void exceptionCrossesCAsKindMessage() {
+    try (Function catcher = Function.getGlobal("testing.call_and_catch");
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IllegalArgumentException("bad value\nsecond line");
+                });
+        Function g =
+            Function.convert(
+                args -> {
+                  throw new FFIException("KeyError", "no such key");
+                })) {
+      assertEquals("ValueError: bad value", catcher.call(f));
+      assertEquals("KeyError: no such key", catcher.call(g));
+    }
+  }
+
+  @Test
+  void exceptionThroughANativeThreadBecomesFFIException() {
+    try (Function onThread = Function.getGlobal("testing.call_on_thread");
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IndexOutOfBoundsException("far away");
+                })) {
+      FFIException e = assertThrows(FFIException.class, () -> onThread.call(f));
+      assertEquals("IndexError", e.getKind());
+      assertEquals("far away", e.getErrorMessage());
+    }
+  }
+
+  @Test
+  void nestedCallbacksRethrowTheInnerObject() {
+    IllegalStateException inner = new IllegalStateException("inner");
+    try (Function apply = Function.getGlobal("testing.apply");
+        Function in =
+            Function.convert(
+                a -> {
+                  throw inner;
+                });
+        Function out = Function.convert(a -> apply.call(in))) {
+      assertSame(inner, assertThrows(IllegalStateException.class, () -> apply.call(out)));
+    }
+  }
+
+  @Test
+  void staleErrorOfASwallowedCallbackIsNotRethrownLater() {
+    try (Function catcher = Function.getGlobal("testing.call_and_catch");
+        Function raise = Function.getGlobal("testing.raise_error");
+        Function f =
+            Function.convert(
+                args -> {
+                  throw new IllegalArgumentException("swallowed");
+                })) {
+      assertEquals("ValueError: swallowed", catcher.call(f));
+      FFIException e = assertThrows(FFIException.class, () -> raise.call("RuntimeError", "fresh"));
+      assertEquals("fresh", e.getErrorMessage());
+    }
+  }
+
+  @Test
+  void releaseRunsExactlyOnce() {
+    AtomicInteger released = new AtomicInteger();
+    Callback cb =
+        new Callback() {
+          @Override
+          public Object invoke(Object... args) {
+            return args.length;
+          }
+
+          @Override
+          public void release() {
+            released.incrementAndGet();
+          }
+        };
+    Function f = Function.convert(cb);
+    try (Function wrap = Function.getGlobal("testing.wrap_callback")) {
+      Function w = (Function) wrap.call(f);
+      f.close();
+      assertEquals(0, released.get()); // the wrapper still holds it
+      assertEquals(3L, w.call(1L, 2L, 3L));
+      w.close();
+      assertEquals(1, released.get());
+      w.close();
+      f.close();
+      assertEquals(1, released.get());
+    }
+  }
+
+  @Test
+  void callbackArgumentsAndReturns() {
+    try (Function apply = Function.getGlobal("testing.apply")) {
+      Function echoArgs = Function.convert(args -> java.util.Arrays.asList(args));
+      Object r =
+          apply.call(echoArgs, 1L, 2.5, "s\0t", new byte[] {1, 2}, true, null, Device.cpu(2));
+      assertEquals(
+          java.util.Arrays.asList(1L, 2.5, "s\0t", null, true, null, new Device(1, 2)).size(),
+          ((java.util.List<?>) r).size());
+      java.util.List<?> l = (java.util.List<?>) r;
+      assertEquals(1L, l.get(0));
+      assertEquals(2.5, l.get(1));
+      assertEquals("s\0t", l.get(2));
+      assertArrayEquals(new byte[] {1, 2}, (byte[]) l.get(3));
+      assertEquals(true, l.get(4));
+      assertNull(l.get(5));
+      assertEquals(new Device(1, 2), l.get(6));
+      echoArgs.close();
+      // a callback that returns a Java lambda: it becomes a function
+      try (Function maker = Function.convert(args -> (Callback) xs -> (Long) xs[0] * 10)) {
+        try (Function made = (Function) apply.call(maker)) {
+          assertEquals(70L, made.call(7L));
+        }
+      }
+      // handles passed in are borrowed: retain() keeps one beyond the call
+      Function[] kept = new Function[1];
+      Handle[] borrowed = new Handle[1];
+      try (Function keeper =
+              Function.convert(
+                  args -> {
+                    borrowed[0] = (Handle) args[0];
+                    kept[0] = ((Function) args[0]).retain();
+                    return null;
+                  });
+          Function add = Function.getGlobal("testing.add")) {
+        apply.call(keeper, add);
+      }
+      assertTrue(borrowed[0].isClosed());
+      assertThrows(IllegalStateException.class, () -> ((Function) borrowed[0]).call(1L, 2L));
+      assertEquals(5L, kept[0].call(2L, 3L));
+      kept[0].close();
+    }
+  }
+
+  @Test
+  void unsupportedReturnIsATypeError() {
+    try (Function apply = Function.getGlobal("testing.apply");
+        Function f = Function.convert(args -> new Object())) {
+      FFIException e = assertThrows(FFIException.class, () -> apply.call(f));
+      assertEquals("TypeError", e.getKind());
+      assertTrue(e.getMessage().contains("java.lang.Object"), e.getMessage());
+    }
+  }
+
+  @Test
+  void longCallbackFastPath() {
+    AtomicInteger released = new AtomicInteger();
+    IllegalStateException boom = new IllegalStateException("long boom");
+    LongCallback square =
+        new LongCallback() {
+          @Override
+          public long invoke(long x) {
+            if (x < 0) throw boom;
+            return x * x;
+          }
+
+          @Override
+          public void release() {
+            released.incrementAndGet();
+          }
+        };
+    try (Function callN = Function.getGlobal("testing.call_n");
+        Function apply = Function.getGlobal("testing.apply");
+        Function onThread = Function.getGlobal("testing.call_on_thread")) {
+      try (Function f = Function.convertLong(square)) {
+        assertEquals(285L, callN.call(f, 10L)); // 0 + 1 + 4 + ... + 81
+        assertEquals(49L, apply.call(f, 7L));
+        assertEquals(36L, onThread.call(f, 6L));
+        assertSame(boom, assertThrows(IllegalStateException.class, () -> apply.call(f, -1L)));
+        FFIException arity = assertThrows(FFIException.class, () -> apply.call(f, 1L, 2L));
+        assertEquals("TypeError", arity.getKind());
+        FFIException type = assertThrows(FFIException.class, () -> apply.call(f, "x"));
+        assertTrue(type.getMessage().contains("argument 0 is str"), type.getMessage());
+      }
+      assertEquals(1, released.get());
+      // a plain lambda passed as an argument becomes a function for the call
+      assertEquals(45L, callN.call((LongCallback) x -> x, 10L));
+    }
+  }
+
+  @Test
+  void everyLongResultRoundTripsIncludingTheFrameMarker() {
+    try (Function apply = Function.getGlobal("testing.apply")) {
+      for (long v : new long[] {0, -1, Long.MIN_VALUE, Long.MAX_VALUE, Callbacks.IN_FRAME}) {
+        try (Function f = Function.convert(args -> v)) {
+          assertEquals(v, apply.call(f));
+        }
+      }
+      try (Function f = Function.convert(args -> 7)) { // Integer: through the frame
+        assertEquals(7L, apply.call(f));
+      }
+    }
+  }
+}
