@@ -67,7 +67,7 @@ fn check_outputs(g: &GraphModule, name: &str, form: &str) {
     let dir = fixtures().join(name);
     let io = read_json(&dir.join("io.json"));
     for input in io["inputs"].as_array().unwrap() {
-        g.set_input(input["name"].as_str().unwrap(), &load_tensor(&dir, input))
+        g.set_input(input["name"].as_str().unwrap(), load_tensor(&dir, input))
             .unwrap();
     }
     g.run().unwrap();
