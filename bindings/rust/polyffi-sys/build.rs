@@ -96,7 +96,14 @@ fn bundled(repo: &Path) -> Option<PathBuf> {
         "cargo:rerun-if-changed={}",
         repo.join("CMakeLists.txt").display()
     );
-    // The library, its test fixtures and the example model; no gtest suites or benchmarks.
+    // libpolyffi_test_factory.so is copied from this TVM export (c_api/testing/CMakeLists.txt).
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("tests/tvm_models/tvm018/multi_io_b1/factory.so")
+            .display()
+    );
+    // The library, its test fixtures (libpolyffi_test_factory.so included: a target in `all`)
+    // and the example model; no gtest suites or benchmarks.
     let mut cfg = cmake::Config::new(repo);
     cfg.profile("Release")
         .define("POLYFFI_BUILD_TESTS", "OFF")

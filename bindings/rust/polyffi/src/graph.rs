@@ -1,6 +1,6 @@
 //! [`GraphModule`]: the graph executor (`tvm.graph_executor.create`) with typed methods. The
 //! executor's functions are looked up once; host arrays (`ndarray` views) pass zero-copy.
-use crate::errors::Result;
+use crate::errors::{Error, Result};
 use crate::function::Function;
 use crate::ndarray::NDArray;
 use crate::registry::Module;
@@ -30,8 +30,19 @@ impl InputKey for i64 {}
 impl InputKey for i32 {}
 
 impl GraphModule {
-    /// Wraps an executor module.
+    /// Wraps an executor module. A `GraphExecutorFactory` (what loading a library exported by
+    /// TVM's `export_library` gives) is not an executor: that is a TypeError telling to call
+    /// its `default(device)` first, which [`from_factory`](Self::from_factory) does.
     pub fn new(module: Module) -> Result<GraphModule> {
+        if module.get_function("run", true)?.is_none()
+            && module.get_function("default", true)?.is_some()
+        {
+            return Err(Error::type_error(format!(
+                "GraphModule::new: a {} module is a factory, not a graph executor; pass its \
+                 default(device) (or use GraphModule::from_factory(&lib, device))",
+                module.type_key()?
+            )));
+        }
         Ok(GraphModule {
             set_input: module.function("set_input")?,
             run: module.function("run")?,
@@ -41,6 +52,20 @@ impl GraphModule {
             load_params: module.function("load_params")?,
             module,
         })
+    }
+
+    /// The executor of a library exported by TVM (`lib.export_library`), loaded as its
+    /// `GraphExecutorFactory`: `lib["default"](device)`, with the factory's params already set.
+    pub fn from_factory(lib: &Module, device: Device) -> Result<GraphModule> {
+        let default = lib.get_function("default", true)?.ok_or_else(|| {
+            Error::type_error(format!(
+                "GraphModule::from_factory: the {} module has no default(device) function \
+                 (not a library exported by TVM's export_library; for a graph JSON and a \
+                 kernels library use GraphModule::create)",
+                lib.type_key().unwrap_or_else(|_| "?".into())
+            ))
+        })?;
+        GraphModule::new(default.invoke::<Module>((device,))?)
     }
 
     /// Builds an executor from a graph JSON and the model library that holds its kernels.

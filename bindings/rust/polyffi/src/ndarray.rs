@@ -171,6 +171,14 @@ impl NDArray {
         Ok(out)
     }
 
+    /// A new CPU array of `shape` and `dtype` holding a copy of raw `bytes`.
+    pub fn from_bytes(bytes: &[u8], shape: &[i64], dtype: DataType) -> Result<NDArray> {
+        checked_count(shape)?;
+        let mut out = NDArray::empty(shape, dtype, Device::cpu(0))?;
+        out.copy_from_bytes(bytes)?;
+        Ok(out)
+    }
+
     pub fn shape(&self) -> &[i64] {
         let t = self.tensor();
         if t.ndim <= 0 || t.shape.is_null() {
@@ -310,6 +318,24 @@ impl NDArray {
         }
         dst.copy_from_slice(data);
         Ok(())
+    }
+
+    /// Overwrites the array with raw bytes (e.g. a little-endian file written by numpy's
+    /// `tofile`); `bytes` must be exactly [`size_bytes`](Self::size_bytes) long.
+    pub fn copy_from_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.len() != self.size_bytes() {
+            return Err(Error::value_error(format!(
+                "array of shape {:?} {} holds {} bytes but {} were given",
+                self.shape(),
+                self.dtype(),
+                self.size_bytes(),
+                bytes.len()
+            )));
+        }
+        // SAFETY: borrowed tensor; the runtime only reads `bytes` (the C signature is not const).
+        check_call(unsafe {
+            sys::TVMArrayCopyFromBytes(self.as_raw(), bytes.as_ptr() as *mut c_void, bytes.len())
+        })
     }
 
     /// Copies `src` into this array (same shape and dtype).

@@ -24,6 +24,30 @@ fn from_slice_shape_dtype_and_data() {
 }
 
 #[test]
+fn from_bytes_and_copy_from_bytes() {
+    common::testing();
+    let bytes: Vec<u8> = [1.5f64, -2.0, 3.25]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let mut a = NDArray::from_bytes(&bytes, &[3], DataType::FLOAT64).unwrap();
+    assert_eq!(a.as_slice::<f64>().unwrap(), &[1.5, -2.0, 3.25]);
+    assert_eq!(a.to_bytes().unwrap(), bytes);
+    a.copy_from_bytes(&[0u8; 24]).unwrap();
+    assert_eq!(a.as_slice::<f64>().unwrap(), &[0.0; 3]);
+    let err = a.copy_from_bytes(&[0u8; 23]).unwrap_err();
+    assert_eq!(err.kind(), "ValueError");
+    assert!(err.message().contains("24 bytes but 23"), "{err}");
+    assert_eq!(
+        NDArray::from_bytes(&bytes, &[2, 2], DataType::FLOAT64)
+            .unwrap_err()
+            .kind(),
+        "ValueError"
+    );
+    assert!(NDArray::from_bytes(&bytes, &[-3], DataType::FLOAT64).is_err());
+}
+
+#[test]
 fn views_of_an_ndarray_share_its_memory() {
     common::testing();
     let mut a = NDArray::empty(&[2, 2], DataType::FLOAT64, Device::cpu(0)).unwrap();
