@@ -1,8 +1,22 @@
 package org.polyffi;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
 /**
- * A compiled model run by the graph executor (what {@code tvm.graph_executor.create(graph_json,
- * lib, dev_type, dev_id)} returns). Not thread-safe: use one per thread or a pool.
+ * A compiled model run by the graph executor: what {@code tvm.graph_executor.create(graph_json,
+ * lib, dev_type, dev_id)} returns, or what the factory of a library exported by TVM ({@code
+ * lib.export_library("model.so")}) gives from {@code default(device)}:
+ *
+ * <pre>{@code
+ * try (Module lib = Module.load("model.so");
+ *     GraphModule gm = GraphModule.fromFactory(lib, Device.cpu())) { ... }
+ * }</pre>
+ *
+ * Not thread-safe: use one per thread or a pool ({@code fromFactory} per thread gives each one an
+ * executor with the params already set).
  */
 public final class GraphModule implements AutoCloseable {
   private final Module module;
@@ -13,15 +27,95 @@ public final class GraphModule implements AutoCloseable {
   private final Function getInputIndex;
   private final Function loadParams;
 
-  /** Wraps an executor module (this GraphModule takes ownership of it). */
+  /**
+   * Wraps an executor module (this GraphModule takes ownership of it). A factory module (a library
+   * exported by TVM, type key GraphExecutorFactory) is an FFIException of kind TypeError telling to
+   * call its {@code default(device)} first (or use {@link #fromFactory}); the module then stays the
+   * caller's.
+   */
   public GraphModule(Module module) {
+    Objects.requireNonNull(module, "module");
+    String key = module.typeKey();
+    if (FACTORY_KEYS.contains(key)) {
+      throw new FFIException(
+          "TypeError",
+          "GraphModule(module): this is a "
+              + key
+              + " (a library exported by TVM), not a graph executor; pass"
+              + " module.getFunction(\"default\").call(device), or use"
+              + " GraphModule.fromFactory(module, device)");
+    }
+    List<Function> got = new ArrayList<>();
+    try {
+      setInput = fn(module, "set_input", got);
+      run = fn(module, "run", got);
+      getOutput = fn(module, "get_output", got);
+      getNumOutputs = fn(module, "get_num_outputs", got);
+      getInputIndex = module.getFunction("get_input_index", false);
+      if (getInputIndex != null) got.add(getInputIndex);
+      loadParams = fn(module, "load_params", got);
+    } catch (RuntimeException e) {
+      for (Function f : got) f.close();
+      if (e instanceof FFIException && "AttributeError".equals(((FFIException) e).getKind())) {
+        throw new FFIException(
+            "TypeError",
+            "GraphModule(module): a "
+                + key
+                + " module is not a graph executor ("
+                + e.getMessage()
+                + ")");
+      }
+      throw e;
+    }
     this.module = module;
-    setInput = module.getFunction("set_input");
-    run = module.getFunction("run");
-    getOutput = module.getFunction("get_output");
-    getNumOutputs = module.getFunction("get_num_outputs");
-    getInputIndex = module.getFunction("get_input_index", false);
-    loadParams = module.getFunction("load_params");
+  }
+
+  private static final Set<String> FACTORY_KEYS =
+      Set.of("GraphExecutorFactory", "GraphRuntimeFactory");
+
+  private static Function fn(Module m, String name, List<Function> got) {
+    Function f = m.getFunction(name);
+    got.add(f);
+    return f;
+  }
+
+  /**
+   * The executor of a library exported by TVM: calls the factory's {@code default(device)} (the
+   * params already set). The factory stays the caller's; closing it does not end the executor.
+   */
+  public static GraphModule fromFactory(Module factory, Device device) {
+    return fromFactory(factory, "default", device);
+  }
+
+  /** As {@link #fromFactory(Module, Device)} for a model exported under another module name. */
+  public static GraphModule fromFactory(Module factory, String moduleName, Device device) {
+    Objects.requireNonNull(factory, "factory");
+    Objects.requireNonNull(device, "device");
+    Function make = factory.getFunction(moduleName, false);
+    if (make == null) {
+      throw new FFIException(
+          "AttributeError",
+          "GraphModule.fromFactory: a "
+              + factory.typeKey()
+              + " module has no function '"
+              + moduleName
+              + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
+    }
+    Object m;
+    try (make) {
+      m = make.call(device);
+    }
+    if (!(m instanceof Module)) {
+      if (m instanceof Handle) ((Handle) m).close();
+      throw new FFIException(
+          "TypeError", moduleName + "(device) returned " + Function.describe(m) + ", not a module");
+    }
+    try {
+      return new GraphModule((Module) m);
+    } catch (RuntimeException e) {
+      ((Module) m).close();
+      throw e;
+    }
   }
 
   /** Builds an executor for graphJson over the model library lib on device. */
@@ -32,7 +126,12 @@ public final class GraphModule implements AutoCloseable {
         throw new FFIException(
             "TypeError", "tvm.graph_executor.create returned " + Function.describe(m));
       }
-      return new GraphModule((Module) m);
+      try {
+        return new GraphModule((Module) m);
+      } catch (RuntimeException e) {
+        ((Module) m).close();
+        throw e;
+      }
     }
   }
 

@@ -1,6 +1,8 @@
 package org.polyffi;
 
 import java.lang.ref.Reference;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /** A runtime module: a loaded library, a graph executor, ... AutoCloseable. */
@@ -51,6 +53,18 @@ public final class Module extends Handle {
 
   public String typeKey() {
     return (String) Values.builtin("runtime.ModuleGetTypeKey").call(this);
+  }
+
+  /**
+   * The modules this one imports, in order (new references the caller closes). A library exported
+   * by TVM loads as its GraphExecutorFactory, whose one import is the library itself.
+   */
+  public List<Module> imports() {
+    long n = (Long) Values.builtin("runtime.ModuleImportsSize").call(this);
+    List<Module> out = new ArrayList<>();
+    Function get = Values.builtin("runtime.ModuleGetImport");
+    for (long i = 0; i < n; i++) out.add((Module) get.call(this, i));
+    return out;
   }
 
   @Override

@@ -30,6 +30,8 @@ import org.polyffi.Library;
  * </pre>
  *
  * Options: --model-dir DIR --lib PATH --host H --port N (0: any free port) --threads N --batch
+ * --tvm-lib PATH (instead of --lib and the model's graph/params: the batch-1 model as Apache TVM
+ * exported it, e.g. tests/tvm_models/tvm018/digits_b1/factory.so)
  */
 public final class DigitsApp implements AutoCloseable {
   static final int MAX_ROWS = 1024;
@@ -214,8 +216,17 @@ public final class DigitsApp implements AutoCloseable {
     Path modelDir = Paths.get(opt(args, "--model-dir", "examples/digits/model"));
     Path lib = Paths.get(opt(args, "--lib", "build/lib/libdigits_model.so"));
     int threads = Integer.parseInt(opt(args, "--threads", "8"));
-    DigitsModel model = new DigitsModel(modelDir, lib, threads);
+    String tvmLib = opt(args, "--tvm-lib", null);
+    DigitsModel model =
+        tvmLib != null
+            ? DigitsModel.fromTvmExport(Paths.get(tvmLib), threads)
+            : new DigitsModel(modelDir, lib, threads);
     if (Arrays.asList(args).contains("--batch")) {
+      System.out.printf(
+          "model:                   %s%n",
+          tvmLib != null
+              ? "exported by Apache TVM, " + tvmLib + " (GraphModule.fromFactory)"
+              : "graph executor over " + lib);
       try (model) {
         batch(model, modelDir);
       }

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.function.Function;
 import org.polyffi.DataType;
 import org.polyffi.Device;
 import org.polyffi.GraphModule;
@@ -14,7 +15,9 @@ import org.polyffi.NDArray;
 /**
  * The digits MLP (64 features -> 10 classes) through polyffi's graph executor: one model library,
  * and a pool of batch-1 executors, each with its own input and output arrays, so request threads
- * never share an executor.
+ * never share an executor. The library is either the repository's own (graph_b1.json + params.bin +
+ * libdigits_model.so) or the model as Apache TVM exports it ({@link #fromTvmExport}: one file,
+ * {@code lib.export_library("model.so")}).
  */
 public final class DigitsModel implements AutoCloseable {
   public static final int FEATURES = 64;
@@ -26,9 +29,8 @@ public final class DigitsModel implements AutoCloseable {
     final NDArray input = NDArray.empty(new long[] {1, FEATURES}, DataType.FLOAT32);
     final NDArray output = NDArray.empty(new long[] {1, CLASSES}, DataType.FLOAT32);
 
-    Predictor(String graphJson, Module lib, byte[] params) {
-      graph = GraphModule.create(graphJson, lib, Device.cpu());
-      graph.loadParams(params);
+    Predictor(GraphModule graph) {
+      this.graph = graph;
     }
 
     void predict(float[] row, float[] probs) {
@@ -54,14 +56,42 @@ public final class DigitsModel implements AutoCloseable {
    * Loads modelDir/graph_b1.json and params.bin over the library at libPath, poolSize executors.
    */
   public DigitsModel(Path modelDir, Path libPath, int poolSize) throws IOException {
+    this(executorsFrom(modelDir), Module.load(libPath.toString()), poolSize);
+  }
+
+  private static Function<Module, GraphModule> executorsFrom(Path modelDir) throws IOException {
     String graph = Files.readString(modelDir.resolve("graph_b1.json"));
     byte[] params = Files.readAllBytes(modelDir.resolve("params.bin"));
-    lib = Module.load(libPath.toString());
+    return lib -> {
+      GraphModule g = GraphModule.create(graph, lib, Device.cpu());
+      g.loadParams(params);
+      return g;
+    };
+  }
+
+  /**
+   * The batch-1 model as Apache TVM exported it (a GraphExecutorFactory library, e.g.
+   * tests/tvm_models/tvm018/digits_b1/factory.so): each executor is the factory's default(cpu).
+   */
+  public static DigitsModel fromTvmExport(Path factoryLib, int poolSize) {
+    return new DigitsModel(
+        lib -> GraphModule.fromFactory(lib, Device.cpu()),
+        Module.load(factoryLib.toString()),
+        poolSize);
+  }
+
+  private DigitsModel(Function<Module, GraphModule> mk, Module lib, int poolSize) {
+    this.lib = lib;
     pool = new ArrayBlockingQueue<>(poolSize);
     all = new Predictor[poolSize];
-    for (int i = 0; i < poolSize; i++) {
-      all[i] = new Predictor(graph, lib, params);
-      pool.add(all[i]);
+    try {
+      for (int i = 0; i < poolSize; i++) {
+        all[i] = new Predictor(mk.apply(lib));
+        pool.add(all[i]);
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
     }
   }
 
@@ -85,7 +115,7 @@ public final class DigitsModel implements AutoCloseable {
 
   @Override
   public void close() {
-    for (Predictor p : all) p.close();
+    for (Predictor p : all) if (p != null) p.close();
     lib.close();
   }
 }
