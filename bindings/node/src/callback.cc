@@ -45,8 +45,8 @@ static const char kJsBlocked[] =
 
 // Runs the callback on its own JS thread. Errors go to *err_out when given (the caller is
 // another thread), else to this thread's last error.
-static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n,
-                         TVMRetValueHandle ret, std::string* err_out) {
+static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVMRetValueHandle ret,
+                         std::string* err_out) {
   Instance* inst = cb->inst;
   napi_env env = inst->env;
   napi_handle_scope scope;

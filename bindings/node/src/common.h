@@ -54,9 +54,10 @@ Ref* RefOf(napi_env env, napi_value v);
 napi_value WrapHandle(Instance* inst, void* handle, int code);
 napi_value MakePackedFunc(Instance* inst, void* handle);
 
-// ---- Per-environment state (addon.cc, callback.cc) -----------------------------------------------
-// What callbacks and deleters need to reach an environment from any thread. It outlives the
-// environment (shared_ptr): after teardown `alive` is false and nothing touches Node-API.
+// ---- Per-environment state (addon.cc, callback.cc)
+// ----------------------------------------------- What callbacks and deleters need to reach an
+// environment from any thread. It outlives the environment (shared_ptr): after teardown `alive` is
+// false and nothing touches Node-API.
 struct CallJob;
 struct EnvState {
   std::mutex mu;
@@ -71,10 +72,10 @@ struct EnvState {
 struct Instance {
   napi_env env = nullptr;
   std::shared_ptr<EnvState> state;
-  napi_ref func_proto = nullptr;    // PackedFunc.prototype
-  napi_ref set_proto = nullptr;     // Object.setPrototypeOf
-  napi_ref from_native = nullptr;   // token passed to class constructors for native wrappers
-  napi_ref cls_module = nullptr;    // Module, NDArray, Object classes (JS subclasses of Handle)
+  napi_ref func_proto = nullptr;   // PackedFunc.prototype
+  napi_ref set_proto = nullptr;    // Object.setPrototypeOf
+  napi_ref from_native = nullptr;  // token passed to class constructors for native wrappers
+  napi_ref cls_module = nullptr;   // Module, NDArray, Object classes (JS subclasses of Handle)
   napi_ref cls_ndarray = nullptr;
   napi_ref cls_object = nullptr;
   napi_ref object_classes = nullptr;  // { typeKey: class } for Object subclasses (Array, Map)
@@ -100,7 +101,8 @@ napi_value Get(napi_env env, napi_ref ref);
 // error came from). Returns nullptr for the caller to return.
 napi_value ThrowLastError(napi_env env, Instance* inst);
 // Same for an error text captured on another thread.
-void RejectOrThrowText(napi_env env, Instance* inst, const std::string& text, napi_value* out_error);
+void RejectOrThrowText(napi_env env, Instance* inst, const std::string& text,
+                       napi_value* out_error);
 napi_value MakeFFIError(napi_env env, Instance* inst, const std::string& text);
 napi_value ThrowFFIError(napi_env env, Instance* inst, const char* kind, const std::string& msg);
 napi_value ThrowType(napi_env env, const std::string& msg);
@@ -189,7 +191,8 @@ TVMFunctionHandle CallbackFromJs(napi_env env, Instance* inst, napi_value fn,
 void ReleaseRefAnywhere(const std::shared_ptr<EnvState>& state, napi_env env, napi_ref ref);
 void SetupEnvState(napi_env env, Instance* inst);
 
-// ---- Module exports -------------------------------------------------------------------------------
+// ---- Module exports
+// -------------------------------------------------------------------------------
 void InitFunction(Napi::Env env, Napi::Object exports);
 void InitRegistry(Napi::Env env, Napi::Object exports);
 void InitNDArray(Napi::Env env, Napi::Object exports);

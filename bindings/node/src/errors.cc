@@ -132,8 +132,8 @@ std::string ExceptionText(napi_env env, napi_value exc) {
   // A kind must be [A-Za-z0-9_.]+; anything else is reported under Error.
   bool valid = !kind.empty();
   for (char c : kind) {
-    valid = valid && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                      (c >= '0' && c <= '9') || c == '_' || c == '.');
+    valid = valid && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.');
   }
   if (!valid) kind = "Error";
   return kind + ": " + message;

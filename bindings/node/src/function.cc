@@ -65,7 +65,8 @@ Ref* RefOf(napi_env env, napi_value v) {
   return static_cast<Ref*>(data);
 }
 
-// ---- Wrappers --------------------------------------------------------------------------------------
+// ---- Wrappers
+// --------------------------------------------------------------------------------------
 
 // new Handle(token, external): called by the JS classes' constructors for native wrappers only.
 static napi_value HandleCtor(napi_env env, napi_callback_info info) {
@@ -128,7 +129,8 @@ napi_value WrapHandle(Instance* inst, void* handle, int code) {
   return out;
 }
 
-// ---- Calls --------------------------------------------------------------------------------------------
+// ---- Calls
+// --------------------------------------------------------------------------------------------
 
 static napi_value CallPacked(napi_env env, napi_callback_info info) {
   constexpr size_t kInline = 8;
@@ -158,8 +160,8 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
   depth.store(d + 1, std::memory_order_relaxed);
   TVMValue ret;
   int code = kTVMNullptr;
-  int rc = TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret,
-                       &code);
+  int rc =
+      TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret, &code);
   depth.store(d, std::memory_order_relaxed);
   if (POLYFFI_UNLIKELY(rc != 0)) return ThrowLastError(env, inst);
   // Converted before the pack lets go of its temporaries: strings are thread-local.
@@ -175,8 +177,8 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
   }
   auto* ref = new Ref{handle, kTVMPackedFuncHandle, inst};
   napi_value fn;
-  if (!CheckStatus(env, napi_create_function(env, "packedFunc", NAPI_AUTO_LENGTH, CallPacked, ref,
-                                             &fn))) {
+  if (!CheckStatus(
+          env, napi_create_function(env, "packedFunc", NAPI_AUTO_LENGTH, CallPacked, ref, &fn))) {
     TVMFuncFree(handle);
     delete ref;
     return nullptr;
@@ -190,14 +192,15 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
   napi_value argv[2] = {fn, Get(env, inst->func_proto)}, ignored;
   napi_value global;
   napi_get_global(env, &global);
-  if (!CheckStatus(env, napi_call_function(env, global, Get(env, inst->set_proto), 2, argv,
-                                           &ignored))) {
+  if (!CheckStatus(env,
+                   napi_call_function(env, global, Get(env, inst->set_proto), 2, argv, &ignored))) {
     return nullptr;
   }
   return fn;
 }
 
-// ---- callAsync ------------------------------------------------------------------------------------------
+// ---- callAsync
+// ------------------------------------------------------------------------------------------
 // Arguments are converted (and what they lend kept alive) on the JS thread, the call runs on the
 // libuv pool, and the result is converted back on the JS thread.
 
@@ -326,7 +329,8 @@ static napi_value HandleAddress(napi_env env, napi_callback_info info) {
   Ref* ref = argc == 1 ? RefOf(env, v) : nullptr;
   if (ref == nullptr) return ThrowType(env, "polyffi: not a polyffi handle");
   if (ref->handle == nullptr) {
-    return ThrowFFIError(env, GetInstance(env), "ValueError", "polyffi: handle used after dispose()");
+    return ThrowFFIError(env, GetInstance(env), "ValueError",
+                         "polyffi: handle used after dispose()");
   }
   napi_create_bigint_uint64(env, reinterpret_cast<uintptr_t>(ref->handle), &out);
   return out;

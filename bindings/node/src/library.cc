@@ -24,7 +24,8 @@ void InitLibrary(Napi::Env env, Napi::Object exports) {
   }
   exports.Set("addonVersion", Napi::String::New(env, POLYFFI_VERSION));
   exports.Set("runtimeVersion", Napi::Function::New(
-                                    env, [](const Napi::CallbackInfo& info) -> Napi::Value {
+                                    env,
+                                    [](const Napi::CallbackInfo& info) -> Napi::Value {
                                       return Napi::String::New(info.Env(), RuntimeVersion());
                                     },
                                     "runtimeVersion"));

@@ -1,8 +1,8 @@
 // NDArrays: allocation, zero-copy views over TypedArrays/Buffers (DLPack in), zero-copy
 // TypedArrays over arrays (DLPack out), metadata and copies.
-#include <cstring>
-
 #include <polyffi/dtype_string.h>
+
+#include <cstring>
 
 #include "common.h"
 
@@ -88,18 +88,39 @@ static void ViewDeleter(DLManagedTensor* self) {
 
 static bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out) {
   switch (t) {
-    case napi_int8_array: *out = {kDLInt, 8, 1}; return true;
+    case napi_int8_array:
+      *out = {kDLInt, 8, 1};
+      return true;
     case napi_uint8_array:
-    case napi_uint8_clamped_array: *out = {kDLUInt, 8, 1}; return true;
-    case napi_int16_array: *out = {kDLInt, 16, 1}; return true;
-    case napi_uint16_array: *out = {kDLUInt, 16, 1}; return true;
-    case napi_int32_array: *out = {kDLInt, 32, 1}; return true;
-    case napi_uint32_array: *out = {kDLUInt, 32, 1}; return true;
-    case napi_float32_array: *out = {kDLFloat, 32, 1}; return true;
-    case napi_float64_array: *out = {kDLFloat, 64, 1}; return true;
-    case napi_bigint64_array: *out = {kDLInt, 64, 1}; return true;
-    case napi_biguint64_array: *out = {kDLUInt, 64, 1}; return true;
-    default: return false;
+    case napi_uint8_clamped_array:
+      *out = {kDLUInt, 8, 1};
+      return true;
+    case napi_int16_array:
+      *out = {kDLInt, 16, 1};
+      return true;
+    case napi_uint16_array:
+      *out = {kDLUInt, 16, 1};
+      return true;
+    case napi_int32_array:
+      *out = {kDLInt, 32, 1};
+      return true;
+    case napi_uint32_array:
+      *out = {kDLUInt, 32, 1};
+      return true;
+    case napi_float32_array:
+      *out = {kDLFloat, 32, 1};
+      return true;
+    case napi_float64_array:
+      *out = {kDLFloat, 64, 1};
+      return true;
+    case napi_bigint64_array:
+      *out = {kDLInt, 64, 1};
+      return true;
+    case napi_biguint64_array:
+      *out = {kDLUInt, 64, 1};
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -138,10 +159,10 @@ static Napi::Value FromTypedArray(const Napi::CallbackInfo& info) {
   size_t count = 1;
   for (int64_t d : ctx->shape) count *= static_cast<size_t>(d);
   if (count * item != nbytes) {
-    return Napi::Value(env, ThrowFFIError(env, inst, "ValueError",
-                                          "polyffi: shape and dtype need " +
-                                              std::to_string(count * item) + " bytes but the " +
-                                              "array has " + std::to_string(nbytes)));
+    return Napi::Value(
+        env, ThrowFFIError(env, inst, "ValueError",
+                           "polyffi: shape and dtype need " + std::to_string(count * item) +
+                               " bytes but the " + "array has " + std::to_string(nbytes)));
   }
   ctx->state = inst->state;
   ctx->env = env;

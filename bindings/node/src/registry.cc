@@ -35,7 +35,8 @@ static Napi::Value GetGlobal(const Napi::CallbackInfo& info) {
   if (Pending(info)) return Napi::Value();
   Instance* inst = GetInstance(info.Env());
   TVMFunctionHandle f = nullptr;
-  if (TVMFuncGetGlobal(name.c_str(), &f) != 0) return Napi::Value(info.Env(), ThrowLastError(info.Env(), inst));
+  if (TVMFuncGetGlobal(name.c_str(), &f) != 0)
+    return Napi::Value(info.Env(), ThrowLastError(info.Env(), inst));
   return Napi::Value(info.Env(), MakePackedFunc(inst, f));
 }
 
@@ -75,7 +76,8 @@ static Napi::Value ListGlobalNames(const Napi::CallbackInfo& info) {
     return Napi::Value(info.Env(), ThrowLastError(info.Env(), GetInstance(info.Env())));
   }
   Napi::Array out = Napi::Array::New(info.Env(), n);
-  for (int i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i), Napi::String::New(info.Env(), names[i]));
+  for (int i = 0; i < n; ++i)
+    out.Set(static_cast<uint32_t>(i), Napi::String::New(info.Env(), names[i]));
   return out;
 }
 

@@ -6,11 +6,11 @@
 // view, null/undefined -> null, JS function -> callback, array -> runtime.Array, Map or plain
 // object -> runtime.Map, Device, DataType, and every handle-carrying wrapper.
 // Out: an int within +-(2^53-1) is a number, beyond it a bigint; bytes are a Buffer.
-#include <cmath>
-#include <cstring>
-
 #include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
+
+#include <cmath>
+#include <cstring>
 
 #include "common.h"
 
@@ -204,23 +204,43 @@ static bool InstanceOf(napi_env env, napi_value v, napi_ref cls) {
 
 static bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out) {
   switch (t) {
-    case napi_int8_array: *out = {kDLInt, 8, 1}; return true;
+    case napi_int8_array:
+      *out = {kDLInt, 8, 1};
+      return true;
     case napi_uint8_array:
-    case napi_uint8_clamped_array: *out = {kDLUInt, 8, 1}; return true;
-    case napi_int16_array: *out = {kDLInt, 16, 1}; return true;
-    case napi_uint16_array: *out = {kDLUInt, 16, 1}; return true;
-    case napi_int32_array: *out = {kDLInt, 32, 1}; return true;
-    case napi_uint32_array: *out = {kDLUInt, 32, 1}; return true;
-    case napi_float32_array: *out = {kDLFloat, 32, 1}; return true;
-    case napi_float64_array: *out = {kDLFloat, 64, 1}; return true;
-    case napi_bigint64_array: *out = {kDLInt, 64, 1}; return true;
-    case napi_biguint64_array: *out = {kDLUInt, 64, 1}; return true;
-    default: return false;
+    case napi_uint8_clamped_array:
+      *out = {kDLUInt, 8, 1};
+      return true;
+    case napi_int16_array:
+      *out = {kDLInt, 16, 1};
+      return true;
+    case napi_uint16_array:
+      *out = {kDLUInt, 16, 1};
+      return true;
+    case napi_int32_array:
+      *out = {kDLInt, 32, 1};
+      return true;
+    case napi_uint32_array:
+      *out = {kDLUInt, 32, 1};
+      return true;
+    case napi_float32_array:
+      *out = {kDLFloat, 32, 1};
+      return true;
+    case napi_float64_array:
+      *out = {kDLFloat, 64, 1};
+      return true;
+    case napi_bigint64_array:
+      *out = {kDLInt, 64, 1};
+      return true;
+    case napi_biguint64_array:
+      *out = {kDLUInt, 64, 1};
+      return true;
+    default:
+      return false;
   }
 }
 
-bool ArgPack::SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code,
-                            bool for_return) {
+bool ArgPack::SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
   napi_typedarray_type type;
   size_t length = 0, offset = 0;
   void* data = nullptr;
@@ -398,8 +418,8 @@ bool ArgPack::SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bo
     }
     if (t == napi_bigint) return Set(env, inner, out, code);
     double d = 0;
-    if (t != napi_number || napi_get_value_double(env, inner, &d) != napi_ok || d != std::trunc(d) ||
-        std::fabs(d) > 9223372036854775807.0) {
+    if (t != napi_number || napi_get_value_double(env, inner, &d) != napi_ok ||
+        d != std::trunc(d) || std::fabs(d) > 9223372036854775807.0) {
       ThrowType(env, "polyffi: ffi.int() needs an integral number or a bigint");
       return false;
     }
@@ -507,7 +527,8 @@ static napi_value StringObjectOut(napi_env env, Instance* inst, void* obj) {
   if (rc != 0) return ThrowLastError(env, inst);
   if (ret_code != kTVMBytes) {
     FreeHandle(ret.v_handle, ret_code);
-    return ThrowFFIError(env, inst, "RuntimeError", "polyffi: runtime.StringBytes returned no bytes");
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         "polyffi: runtime.StringBytes returned no bytes");
   }
   auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
   napi_value out;
