@@ -12,3 +12,5 @@ echo "== digits classifier from C (examples/digits)"
 "$root/build/bin/digits_demo"
 echo
 "$root/ci/demo-python.sh"
+echo
+"$root/ci/demo-node.sh"

@@ -28,6 +28,9 @@ ci/test-sanitizers.sh
 step "Python binding (pytest, with its conformance runner)"
 ci/test-python.sh
 
+step "Node.js binding (npm test, TypeScript check, conformance runner, server test)"
+ci/test-node.sh
+
 step "conformance matrix"
 python3 tests/conformance/matrix.py build/conformance
 
