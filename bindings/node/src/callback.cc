@@ -43,6 +43,43 @@ static const char kJsBlocked[] =
     "blocked in a synchronous call; call the outer function with callAsync() so the JS thread "
     "stays free";
 
+// Fills `error` with the pending JS exception (kept to re-throw from the outer call).
+static POLYFFI_NOINLINE void TakeException(Instance* inst, std::string* error) {
+  napi_env env = inst->env;
+  napi_value exc = nullptr;
+  napi_get_and_clear_last_exception(env, &exc);
+  *error = exc != nullptr ? ExceptionText(env, exc) : "Error: unknown JS failure";
+  if (exc != nullptr) StashException(inst, exc, *error);
+}
+
+// Converts a callback argument; numbers (the common case) inline.
+static POLYFFI_INLINE napi_value ArgToJs(napi_env env, Instance* inst, TVMValue v, int code) {
+  if (POLYFFI_LIKELY(!inst->exact_numbers)) {
+    napi_value out;
+    if (code == kTVMArgInt && v.v_int64 >= -9007199254740991LL && v.v_int64 <= 9007199254740991LL) {
+      napi_create_double(env, static_cast<double>(v.v_int64), &out);
+      return out;
+    }
+    if (code == kTVMArgFloat) {
+      napi_create_double(env, v.v_float64, &out);
+      return out;
+    }
+  }
+  return FromCallbackArg(env, inst, v, code);
+}
+
+// Views were lent for the call only: wrappers the callback kept stop working.
+static POLYFFI_NOINLINE void DetachViews(napi_env env, const napi_value* argv, const int* codes,
+                                         int n) {
+  for (int i = 0; i < n; ++i) {
+    if (codes[i] != kTVMDLTensorHandle || argv[i] == nullptr) continue;
+    if (Ref* r = RefOf(env, argv[i])) {
+      r->handle = nullptr;
+      r->disposed = true;
+    }
+  }
+}
+
 // Runs the callback on its own JS thread. Errors go to *err_out when given (the caller is
 // another thread), else to this thread's last error.
 static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVMRetValueHandle ret,
@@ -51,55 +88,52 @@ static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVM
   napi_env env = inst->env;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
-  constexpr int kInline = 8;
+  constexpr int kInline = 6;
   napi_value argv_inline[kInline];
-  std::vector<napi_value> big;
+  std::unique_ptr<napi_value[]> big;
   napi_value* argv = argv_inline;
-  if (n > kInline) {
-    big.resize(n);
-    argv = big.data();
+  if (POLYFFI_UNLIKELY(n > kInline)) {
+    big.reset(new napi_value[n]());
+    argv = big.get();
   }
-  std::vector<Ref*> views;
-  int rc = 0;
-  std::string error;
-  napi_value result = nullptr;
+  bool has_view = false;
   bool ok = true;
-  for (int i = 0; i < n && ok; ++i) {
-    argv[i] = FromCallbackArg(env, inst, args[i], codes[i]);
-    ok = argv[i] != nullptr;
-    if (ok && codes[i] == kTVMDLTensorHandle) views.push_back(RefOf(env, argv[i]));
+  for (int i = 0; i < n; ++i) {
+    has_view |= codes[i] == kTVMDLTensorHandle;
+    argv[i] = ArgToJs(env, inst, args[i], codes[i]);
+    if (POLYFFI_UNLIKELY(argv[i] == nullptr)) {
+      for (int j = i + 1; j < n; ++j) argv[j] = nullptr;
+      ok = false;
+      break;
+    }
   }
-  if (ok) {
-    napi_value undefined;
+  int rc = 0;
+  napi_value result = nullptr;
+  if (POLYFFI_LIKELY(ok)) {
+    napi_value undefined, fn;
     napi_get_undefined(env, &undefined);
-    ok = napi_call_function(env, undefined, Get(env, cb->fn), n, argv, &result) == napi_ok;
+    napi_get_reference_value(env, cb->fn, &fn);
+    ok = napi_call_function(env, undefined, fn, n, argv, &result) == napi_ok;
   }
-  if (ok) {
+  std::string error;
+  if (POLYFFI_LIKELY(ok)) {
     ArgPack pack(inst);
     TVMValue v;
     int code;
-    ok = pack.Set(env, result, &v, &code, /*for_return=*/true);
-    if (ok) {
+    if (POLYFFI_LIKELY(pack.Set(env, result, &v, &code, /*for_return=*/true))) {
       rc = TVMCFuncSetReturn(ret, &v, &code, 1);
-      if (rc != 0) error = TVMGetLastError();
+      if (POLYFFI_UNLIKELY(rc != 0)) error = TVMGetLastError();
+    } else {
+      TakeException(inst, &error);
+      rc = -1;
     }
-  }
-  if (!ok) {
-    napi_value exc = nullptr;
-    napi_get_and_clear_last_exception(env, &exc);
-    error = exc != nullptr ? ExceptionText(env, exc) : "Error: unknown JS failure";
-    if (exc != nullptr) StashException(inst, exc, error);
+  } else {
+    TakeException(inst, &error);
     rc = -1;
   }
-  // Views were lent for the call only: wrappers the callback kept stop working.
-  for (Ref* r : views) {
-    if (r != nullptr) {
-      r->handle = nullptr;
-      r->disposed = true;
-    }
-  }
+  if (POLYFFI_UNLIKELY(has_view)) DetachViews(env, argv, codes, n);
   napi_close_handle_scope(env, scope);
-  if (rc != 0) {
+  if (POLYFFI_UNLIKELY(rc != 0)) {
     if (err_out != nullptr) {
       *err_out = error;
     } else {
@@ -269,6 +303,7 @@ void SetupEnvState(napi_env env, Instance* inst) {
                                   CallJs, &inst->state->tsfn);
   // Waiting callbacks and finalizers need no loop of their own: callAsync keeps it alive.
   napi_unref_threadsafe_function(env, inst->state->tsfn);
+  inst->sync_depth = &inst->state->sync_depth;
   napi_add_env_cleanup_hook(env, Teardown, inst);
 }
 

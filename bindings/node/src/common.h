@@ -9,6 +9,7 @@
 #include <polyffi/c_runtime_api.h>
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -21,7 +22,11 @@
 #if defined(__GNUC__)
 #define POLYFFI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define POLYFFI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define POLYFFI_NOINLINE __attribute__((noinline, cold))
+#define POLYFFI_INLINE inline __attribute__((always_inline))
 #else
+#define POLYFFI_NOINLINE
+#define POLYFFI_INLINE inline
 #define POLYFFI_UNLIKELY(x) (x)
 #define POLYFFI_LIKELY(x) (x)
 #endif
@@ -85,8 +90,9 @@ struct Instance {
   napi_ref float_cls = nullptr;  // ffi.Float box (ffi.float(x))
   napi_ref int_cls = nullptr;    // ffi.Int box (ffi.int(x))
   napi_ref buffer_cls = nullptr;
-  napi_ref map_cls = nullptr;  // the global Map
-  bool exact_numbers = false;  // numbers come out as ffi.Int / ffi.Float boxes
+  napi_ref map_cls = nullptr;              // the global Map
+  std::atomic<int>* sync_depth = nullptr;  // &state->sync_depth, one load on the call path
+  bool exact_numbers = false;              // numbers come out as ffi.Int / ffi.Float boxes
   // A JS exception thrown by a callback, re-thrown by the outer call that reports its text.
   napi_ref stash = nullptr;
   std::string stash_text;
@@ -120,19 +126,24 @@ bool CheckStatus(napi_env env, napi_status status);  // false: a JS exception is
 class ArgPack {
  public:
   explicit ArgPack(Instance* inst, bool async = false) : inst_(inst), async_(async) {}
-  ~ArgPack() { Release(); }
+  ~ArgPack() {
+    if (POLYFFI_UNLIKELY(extra_ != nullptr)) Release();
+  }
   ArgPack(const ArgPack&) = delete;
   ArgPack& operator=(const ArgPack&) = delete;
 
   // Converts argv into the pack; false with a JS exception pending.
-  bool SetAll(napi_env env, size_t argc, const napi_value* argv);
+  POLYFFI_INLINE bool SetAll(napi_env env, size_t argc, const napi_value* argv);
   // One value; `for_return` forbids borrowed views (a callback's result outlives its frame).
-  bool Set(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return = false);
+  POLYFFI_INLINE bool Set(napi_env env, napi_value v, TVMValue* out, int* code,
+                          bool for_return = false);
   void Release();
 
   TVMValue* values() { return values_; }
   int* codes() { return codes_; }
   int size() const { return n_; }
+  // Whether a conversion went beyond plain numbers (and so may have run JS).
+  bool used_slow_path() const { return slow_; }
 
  private:
   struct Temp {
@@ -142,6 +153,18 @@ class ArgPack {
   static constexpr int kTempRef = -1;
   static constexpr int kTempPin = -2;
   static constexpr int kInline = 8;
+  // What only some calls need, allocated on first use so that scalar calls allocate nothing.
+  struct Extra {
+    std::vector<TVMValue> big_values;
+    std::vector<int> big_codes;
+    std::vector<Temp> temps;
+    std::vector<std::unique_ptr<char[]>> blocks;
+  };
+  Extra& extra() {
+    if (extra_ == nullptr) extra_.reset(new Extra());
+    return *extra_;
+  }
+  bool SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   char* Alloc(size_t n);
   bool SetString(napi_env env, napi_value v, TVMValue* out, int* code);
   bool SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
@@ -150,24 +173,60 @@ class ArgPack {
   bool SetMapEntries(napi_env env, napi_value entries_array, TVMValue* out, int* code);
   bool SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code);
   bool CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out, int* code);
-  void AddTemp(void* ptr, int kind) { temps_.push_back(Temp{ptr, kind}); }
+  void AddTemp(void* ptr, int kind) { extra().temps.push_back(Temp{ptr, kind}); }
   void KeepAlive(napi_env env, napi_value v);
 
   Instance* inst_;
   bool async_;
+  bool slow_ = false;
   int n_ = 0;
-  TVMValue inline_values_[kInline];
-  int inline_codes_[kInline];
   TVMValue* values_ = inline_values_;
   int* codes_ = inline_codes_;
-  std::vector<TVMValue> big_values_;
-  std::vector<int> big_codes_;
-  std::vector<Temp> temps_;
+  std::unique_ptr<Extra> extra_;
+  size_t small_used_ = 0;
+  TVMValue inline_values_[kInline];
+  int inline_codes_[kInline];
   // Bump storage for strings, byte arrays and tensors; blocks never move once handed out.
   char small_[256];
-  size_t small_used_ = 0;
-  std::vector<std::unique_ptr<char[]>> blocks_;
 };
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
+
+// Numbers (the common case) without napi_typeof: a safe integer is an int (-0 stays a float).
+POLYFFI_INLINE bool ArgPack::Set(napi_env env, napi_value v, TVMValue* out, int* code,
+                                 bool for_return) {
+  double d;
+  if (POLYFFI_LIKELY(napi_get_value_double(env, v, &d) == napi_ok)) {
+    if (d >= -kMaxSafeInteger && d <= kMaxSafeInteger) {
+      int64_t i = static_cast<int64_t>(d);
+      if (static_cast<double>(i) == d && (i != 0 || !std::signbit(d))) {
+        out->v_int64 = i;
+        *code = kTVMArgInt;
+        return true;
+      }
+    }
+    out->v_float64 = d;
+    *code = kTVMArgFloat;
+    return true;
+  }
+  slow_ = true;
+  return SetSlow(env, v, out, code, for_return);
+}
+
+POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value* argv) {
+  n_ = static_cast<int>(argc);
+  if (POLYFFI_UNLIKELY(argc > kInline)) {
+    Extra& e = extra();
+    e.big_values.resize(argc);
+    e.big_codes.resize(argc);
+    values_ = e.big_values.data();
+    codes_ = e.big_codes.data();
+  }
+  for (size_t i = 0; i < argc; ++i) {
+    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values_[i], &codes_[i]))) return false;
+  }
+  return true;
+}
 
 // Converts a result the caller owns (handles are taken over). nullptr with an exception pending.
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);

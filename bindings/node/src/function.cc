@@ -132,30 +132,22 @@ napi_value WrapHandle(Instance* inst, void* handle, int code) {
 // ---- Calls
 // --------------------------------------------------------------------------------------------
 
-static napi_value CallPacked(napi_env env, napi_callback_info info) {
-  constexpr size_t kInline = 8;
-  size_t argc = kInline;
-  napi_value argv_inline[kInline];
-  void* data = nullptr;
-  napi_get_cb_info(env, info, &argc, argv_inline, nullptr, &data);
-  auto* ref = static_cast<Ref*>(data);
+static POLYFFI_NOINLINE napi_value UseAfterDispose(napi_env env, Instance* inst) {
+  return ThrowFFIError(env, inst, "ValueError", "polyffi: PackedFunc used after dispose()");
+}
+
+// The call itself, once the arguments are in hand (argv may be the inline array or a vector).
+static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
+                                        const napi_value* argv) {
   Instance* inst = ref->inst;
-  if (POLYFFI_UNLIKELY(ref->handle == nullptr)) {
-    return ThrowFFIError(env, inst, "ValueError", "polyffi: PackedFunc used after dispose()");
-  }
-  napi_value* argv = argv_inline;
-  std::vector<napi_value> big;
-  if (POLYFFI_UNLIKELY(argc > kInline)) {
-    big.resize(argc);
-    napi_get_cb_info(env, info, &argc, big.data(), nullptr, nullptr);
-    argv = big.data();
-  }
+  if (POLYFFI_UNLIKELY(ref->handle == nullptr)) return UseAfterDispose(env, inst);
   ArgPack pack(inst);
   if (POLYFFI_UNLIKELY(!pack.SetAll(env, argc, argv))) return nullptr;
-  if (POLYFFI_UNLIKELY(ref->handle == nullptr)) {  // disposed by a conversion (a getter, ...)
-    return ThrowFFIError(env, inst, "ValueError", "polyffi: PackedFunc used after dispose()");
+  // A conversion may run JS (a Map, a getter) that disposed the function meanwhile.
+  if (POLYFFI_UNLIKELY(pack.used_slow_path() && ref->handle == nullptr)) {
+    return UseAfterDispose(env, inst);
   }
-  std::atomic<int>& depth = inst->state->sync_depth;
+  std::atomic<int>& depth = *inst->sync_depth;
   int d = depth.load(std::memory_order_relaxed);
   depth.store(d + 1, std::memory_order_relaxed);
   TVMValue ret;
@@ -165,7 +157,35 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
   depth.store(d, std::memory_order_relaxed);
   if (POLYFFI_UNLIKELY(rc != 0)) return ThrowLastError(env, inst);
   // Converted before the pack lets go of its temporaries: strings are thread-local.
+  napi_value out;
+  if (code == kTVMArgInt && !inst->exact_numbers && ret.v_int64 >= -9007199254740991LL &&
+      ret.v_int64 <= 9007199254740991LL) {
+    napi_create_double(env, static_cast<double>(ret.v_int64), &out);
+    return out;
+  }
+  if (code == kTVMNullptr) {
+    napi_get_null(env, &out);
+    return out;
+  }
   return FromTVM(env, inst, ret, code);
+}
+
+static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info info, Ref* ref,
+                                              size_t argc) {
+  std::vector<napi_value> argv(argc);
+  napi_get_cb_info(env, info, &argc, argv.data(), nullptr, nullptr);
+  return Invoke(env, ref, argc, argv.data());
+}
+
+static napi_value CallPacked(napi_env env, napi_callback_info info) {
+  constexpr size_t kInline = 4;
+  size_t argc = kInline;
+  napi_value argv[kInline];
+  void* data = nullptr;
+  napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
+  auto* ref = static_cast<Ref*>(data);
+  if (POLYFFI_UNLIKELY(argc > kInline)) return InvokeMany(env, info, ref, argc);
+  return Invoke(env, ref, argc, argv);
 }
 
 napi_value MakePackedFunc(Instance* inst, void* handle) {

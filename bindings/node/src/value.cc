@@ -18,8 +18,6 @@ namespace polyffi_node {
 
 const char* CodeName(int code) { return PolyffiTypeCodeName(code); }
 
-constexpr double kMaxSafe = 9007199254740991.0;  // 2^53 - 1
-
 TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which) {
   // Looked up once and kept for the life of the process (the registry is never torn down).
   static std::atomic<TVMFunctionHandle> cache[kNumCachedGlobals];
@@ -50,12 +48,16 @@ char* ArgPack::Alloc(size_t n) {
     small_used_ += n;
     return p;
   }
-  blocks_.emplace_back(new char[n]);
-  return blocks_.back().get();
+  auto& blocks = extra().blocks;
+  blocks.emplace_back(new char[n]);
+  return blocks.back().get();
 }
 
 void ArgPack::Release() {
-  for (auto it = temps_.rbegin(); it != temps_.rend(); ++it) {
+  small_used_ = 0;
+  if (extra_ == nullptr) return;
+  auto& temps = extra_->temps;
+  for (auto it = temps.rbegin(); it != temps.rend(); ++it) {
     if (it->kind == kTempRef) {
       napi_delete_reference(inst_->env, static_cast<napi_ref>(it->ptr));
     } else if (it->kind == kTempPin) {
@@ -64,9 +66,8 @@ void ArgPack::Release() {
       FreeHandle(it->ptr, it->kind);
     }
   }
-  temps_.clear();
-  blocks_.clear();
-  small_used_ = 0;
+  temps.clear();
+  extra_->blocks.clear();
 }
 
 void ArgPack::KeepAlive(napi_env env, napi_value v) {
@@ -75,36 +76,10 @@ void ArgPack::KeepAlive(napi_env env, napi_value v) {
   if (napi_create_reference(env, v, 1, &ref) == napi_ok) AddTemp(ref, kTempRef);
 }
 
-bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value* argv) {
-  n_ = static_cast<int>(argc);
-  if (POLYFFI_UNLIKELY(argc > kInline)) {
-    big_values_.resize(argc);
-    big_codes_.resize(argc);
-    values_ = big_values_.data();
-    codes_ = big_codes_.data();
-  }
-  for (size_t i = 0; i < argc; ++i) {
-    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values_[i], &codes_[i]))) return false;
-  }
-  return true;
-}
-
-bool ArgPack::Set(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
+bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
   napi_valuetype t;
   napi_typeof(env, v, &t);
   switch (t) {
-    case napi_number: {
-      double d;
-      napi_get_value_double(env, v, &d);
-      if (std::fabs(d) <= kMaxSafe && d == std::trunc(d) && !(d == 0 && std::signbit(d))) {
-        out->v_int64 = static_cast<int64_t>(d);
-        *code = kTVMArgInt;
-      } else {
-        out->v_float64 = d;
-        *code = kTVMArgFloat;
-      }
-      return true;
-    }
     case napi_string:
       return SetString(env, v, out, code);
     case napi_boolean: {
@@ -165,9 +140,26 @@ bool ArgPack::Set(napi_env env, napi_value v, TVMValue* out, int* code, bool for
 
 bool ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   size_t len = 0;
-  napi_get_value_string_utf8(env, v, nullptr, 0, &len);
-  char* buf = Alloc(len + 1);
-  napi_get_value_string_utf8(env, v, buf, len + 1, &len);
+  char* buf;
+  // Short strings: one UTF-8 pass straight into the inline buffer. A result within 4 bytes of
+  // the end may have been cut short (before a multi-byte character), so then the exact length
+  // is asked for and the string copied again.
+  size_t room = sizeof(small_) - small_used_;
+  if (room >= 64) {
+    buf = small_ + small_used_;
+    napi_get_value_string_utf8(env, v, buf, room, &len);
+    if (len + 5 <= room) {
+      small_used_ += (len + 8) & ~size_t{7};
+    } else {
+      napi_get_value_string_utf8(env, v, nullptr, 0, &len);
+      buf = Alloc(len + 1);
+      napi_get_value_string_utf8(env, v, buf, len + 1, &len);
+    }
+  } else {
+    napi_get_value_string_utf8(env, v, nullptr, 0, &len);
+    buf = Alloc(len + 1);
+    napi_get_value_string_utf8(env, v, buf, len + 1, &len);
+  }
   if (POLYFFI_LIKELY(std::memchr(buf, 0, len) == nullptr)) {
     out->v_str = buf;
     *code = kTVMStr;
