@@ -15,7 +15,8 @@ int64_t nb_call_n(int64_t (*f)(int64_t), int64_t n);
 
 namespace {
 
-// ---- node-addon-api ------------------------------------------------------------------------------
+// ---- node-addon-api
+// ------------------------------------------------------------------------------
 
 Napi::Value NaNop(const Napi::CallbackInfo& info) {
   nb_nop();
@@ -23,8 +24,9 @@ Napi::Value NaNop(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NaAdd3(const Napi::CallbackInfo& info) {
-  int64_t r = nb_add3(info[0].As<Napi::Number>().Int64Value(), info[1].As<Napi::Number>().Int64Value(),
-                      info[2].As<Napi::Number>().Int64Value());
+  int64_t r =
+      nb_add3(info[0].As<Napi::Number>().Int64Value(), info[1].As<Napi::Number>().Int64Value(),
+              info[2].As<Napi::Number>().Int64Value());
   return Napi::Number::New(info.Env(), static_cast<double>(r));
 }
 
@@ -69,7 +71,8 @@ Napi::Value NaAsyncNop(const Napi::CallbackInfo& info) {
   return p;
 }
 
-// ---- raw Node-API ------------------------------------------------------------------------------------
+// ---- raw Node-API
+// ------------------------------------------------------------------------------------
 
 napi_value RawNop(napi_env env, napi_callback_info info) {
   nb_nop();

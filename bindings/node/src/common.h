@@ -166,7 +166,8 @@ class ArgPack {
   }
   bool SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   char* Alloc(size_t n);
-  bool SetString(napi_env env, napi_value v, TVMValue* out, int* code);
+  // 1: set; 0: failed with a JS exception pending; -1: v is not a string.
+  int SetString(napi_env env, napi_value v, TVMValue* out, int* code);
   bool SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   bool SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   bool SetArray(napi_env env, napi_value v, TVMValue* out, int* code);

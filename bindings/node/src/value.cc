@@ -77,11 +77,12 @@ void ArgPack::KeepAlive(napi_env env, napi_value v) {
 }
 
 bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
+  // Strings next (no napi_typeof for them): SetString reports -1 when v is not a string.
+  int as_string = SetString(env, v, out, code);
+  if (as_string >= 0) return as_string == 1;
   napi_valuetype t;
   napi_typeof(env, v, &t);
   switch (t) {
-    case napi_string:
-      return SetString(env, v, out, code);
     case napi_boolean: {
       bool b;
       napi_get_value_bool(env, v, &b);
@@ -138,7 +139,7 @@ bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool
   }
 }
 
-bool ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
+int ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   size_t len = 0;
   char* buf;
   // Short strings: one UTF-8 pass straight into the inline buffer. A result within 4 bytes of
@@ -147,7 +148,7 @@ bool ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   size_t room = sizeof(small_) - small_used_;
   if (room >= 64) {
     buf = small_ + small_used_;
-    napi_get_value_string_utf8(env, v, buf, room, &len);
+    if (napi_get_value_string_utf8(env, v, buf, room, &len) != napi_ok) return -1;
     if (len + 5 <= room) {
       small_used_ += (len + 8) & ~size_t{7};
     } else {
@@ -156,18 +157,18 @@ bool ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
       napi_get_value_string_utf8(env, v, buf, len + 1, &len);
     }
   } else {
-    napi_get_value_string_utf8(env, v, nullptr, 0, &len);
+    if (napi_get_value_string_utf8(env, v, nullptr, 0, &len) != napi_ok) return -1;
     buf = Alloc(len + 1);
     napi_get_value_string_utf8(env, v, buf, len + 1, &len);
   }
   if (POLYFFI_LIKELY(std::memchr(buf, 0, len) == nullptr)) {
     out->v_str = buf;
     *code = kTVMStr;
-    return true;
+    return 1;
   }
   // Embedded NUL: a length-carrying runtime.String object (ABI.md section 6).
   TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeString);
-  if (f == nullptr) return false;
+  if (f == nullptr) return 0;
   TVMByteArray arr{buf, len};
   TVMValue a;
   a.v_handle = &arr;
@@ -176,17 +177,17 @@ bool ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   int ret_code = kTVMNullptr;
   if (TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code) != 0) {
     ThrowLastError(env, inst_);
-    return false;
+    return 0;
   }
   if (ret_code != kTVMObjectHandle) {
     FreeHandle(ret.v_handle, ret_code);
     ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.String returned no object");
-    return false;
+    return 0;
   }
   AddTemp(ret.v_handle, kTVMObjectHandle);
   *out = ret;
   *code = kTVMObjectHandle;
-  return true;
+  return 1;
 }
 
 static bool InstanceOf(napi_env env, napi_value v, napi_ref cls) {
