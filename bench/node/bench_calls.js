@@ -23,15 +23,17 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const LIB_DIR = process.env.POLYFFI_LIB_DIR || path.join(ROOT, 'build', 'lib');
 
 ffi.loadModule(path.join(LIB_DIR, 'libpolyffi_testing.so'));
-const t = ffi.initApi('testing');
+// Every callee is a local constant, so that each loop pays for the call and nothing else.
+const { nop, add3, echo, call_n: callN } = ffi.initApi('testing');
+const { naNop, naAdd3, naEcho, naCallN, naAsyncNop, rawNop, rawAdd3, rawEcho, rawCallN,
+  rawAsyncNop, rawMakeFunction } = floors;
+const { getGlobalFunc } = ffi;
 const lib = koffi.load(path.join(__dirname, 'build', 'libbench_node_c.so'));
-const k = {
-  nop: lib.func('void nb_nop()'),
-  add3: lib.func('int64_t nb_add3(int64_t, int64_t, int64_t)'),
-  echo: lib.func('const char* nb_echo(const char*)'),
-};
+const kNop = lib.func('void nb_nop()');
+const kAdd3 = lib.func('int64_t nb_add3(int64_t, int64_t, int64_t)');
+const kEcho = lib.func('const char* nb_echo(const char*)');
 const Callback = koffi.proto('int64_t nb_cb(int64_t)');
-k.callN = lib.func('nb_call_n', 'int64_t', [koffi.pointer(Callback), 'int64_t']);
+const kCallN = lib.func('nb_call_n', 'int64_t', [koffi.pointer(Callback), 'int64_t']);
 
 const S16 = 'abcdefghijklmnop';  // 16 bytes
 
@@ -71,16 +73,16 @@ const loop = (f) => (n) => {
 const N = 2_000_000 * SCALE;
 const cases = [
   ['nop()', {
-    polyffi: loop(() => t.nop()), na: loop(() => floors.naNop()), raw: loop(() => floors.rawNop()),
-    koffi: loop(() => k.nop()),
+    polyffi: loop(() => nop()), na: loop(() => naNop()), raw: loop(() => rawNop()),
+    koffi: loop(() => kNop()),
   }, N],
   ['add3(1, 2, 3)', {
-    polyffi: loop(() => t.add3(1, 2, 3)), na: loop(() => floors.naAdd3(1, 2, 3)),
-    raw: loop(() => floors.rawAdd3(1, 2, 3)), koffi: loop(() => k.add3(1, 2, 3)),
+    polyffi: loop(() => add3(1, 2, 3)), na: loop(() => naAdd3(1, 2, 3)),
+    raw: loop(() => rawAdd3(1, 2, 3)), koffi: loop(() => kAdd3(1, 2, 3)),
   }, N],
   ['echo(16-byte string)', {
-    polyffi: loop(() => t.echo(S16)), na: loop(() => floors.naEcho(S16)),
-    raw: loop(() => floors.rawEcho(S16)), koffi: loop(() => k.echo(S16)),
+    polyffi: loop(() => echo(S16)), na: loop(() => naEcho(S16)),
+    raw: loop(() => rawEcho(S16)), koffi: loop(() => kEcho(S16)),
   }, N],
   ['C calls JS callback (call_n, 1M)', (() => {
     const js = (i) => i;
@@ -90,25 +92,25 @@ const cases = [
       for (let r = 0; r < n / M; r++) f();
     };
     return {
-      polyffi: per(() => t.call_n(js, M)), na: per(() => floors.naCallN(js, M)),
-      raw: per(() => floors.rawCallN(js, M)), koffi: per(() => k.callN(kcb, M)),
+      polyffi: per(() => callN(js, M)), na: per(() => naCallN(js, M)),
+      raw: per(() => rawCallN(js, M)), koffi: per(() => kCallN(kcb, M)),
     };
   })(), 1_000_000 * Math.max(1, SCALE)],
   ['global lookup', {
-    polyffi: loop(() => ffi.getGlobalFunc('testing.add3')),
-    raw: loop(() => floors.rawMakeFunction()),
+    polyffi: loop(() => getGlobalFunc('testing.add3')),
+    raw: loop(() => rawMakeFunction()),
     koffi: loop(() => lib.func('int64_t nb_add3(int64_t, int64_t, int64_t)')),
   }, 200_000 * SCALE],
 ];
 
 const asyncCases = [
   ['callAsync round trip (nop)', {
-    polyffi: async (n) => { for (let i = 0; i < n; i++) await t.nop.callAsync(); },
-    na: async (n) => { for (let i = 0; i < n; i++) await floors.naAsyncNop(); },
-    raw: async (n) => { for (let i = 0; i < n; i++) await floors.rawAsyncNop(); },
+    polyffi: async (n) => { for (let i = 0; i < n; i++) await nop.callAsync(); },
+    na: async (n) => { for (let i = 0; i < n; i++) await naAsyncNop(); },
+    raw: async (n) => { for (let i = 0; i < n; i++) await rawAsyncNop(); },
     koffi: async (n) => {
       for (let i = 0; i < n; i++) {
-        await new Promise((resolve, reject) => k.nop.async((e) => (e ? reject(e) : resolve())));
+        await new Promise((resolve, reject) => kNop.async((e) => (e ? reject(e) : resolve())));
       }
     },
   }, 20_000 * SCALE],
