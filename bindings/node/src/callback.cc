@@ -80,6 +80,33 @@ static POLYFFI_NOINLINE void DetachViews(napi_env env, const napi_value* argv, c
   }
 }
 
+// Reports the pending JS exception as this callback's error (to *err_out or this thread).
+static POLYFFI_NOINLINE int Fail(Instance* inst, std::string* err_out) {
+  std::string error;
+  TakeException(inst, &error);
+  if (err_out != nullptr) {
+    *err_out = error;
+  } else {
+    TVMAPISetLastError(error.c_str());
+  }
+  return -1;
+}
+
+// Hands the callback's result to the runtime (which copies strings and retains objects).
+static inline int SetResult(Instance* inst, TVMRetValueHandle ret, napi_value result,
+                            std::string* err_out) {
+  napi_env env = inst->env;
+  ArgPack pack(inst);
+  TVMValue v;
+  int code;
+  if (POLYFFI_UNLIKELY(!pack.Set(env, result, &v, &code, /*for_return=*/true))) {
+    return Fail(inst, err_out);
+  }
+  int rc = TVMCFuncSetReturn(ret, &v, &code, 1);
+  if (POLYFFI_UNLIKELY(rc != 0) && err_out != nullptr) *err_out = TVMGetLastError();
+  return rc;
+}
+
 // Runs the callback on its own JS thread. Errors go to *err_out when given (the caller is
 // another thread), else to this thread's last error.
 static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVMRetValueHandle ret,
@@ -107,7 +134,6 @@ static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVM
       break;
     }
   }
-  int rc = 0;
   napi_value result = nullptr;
   if (POLYFFI_LIKELY(ok)) {
     napi_value undefined, fn;
@@ -115,31 +141,14 @@ static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVM
     napi_get_reference_value(env, cb->fn, &fn);
     ok = napi_call_function(env, undefined, fn, n, argv, &result) == napi_ok;
   }
-  std::string error;
+  int rc;
   if (POLYFFI_LIKELY(ok)) {
-    ArgPack pack(inst);
-    TVMValue v;
-    int code;
-    if (POLYFFI_LIKELY(pack.Set(env, result, &v, &code, /*for_return=*/true))) {
-      rc = TVMCFuncSetReturn(ret, &v, &code, 1);
-      if (POLYFFI_UNLIKELY(rc != 0)) error = TVMGetLastError();
-    } else {
-      TakeException(inst, &error);
-      rc = -1;
-    }
+    rc = SetResult(inst, ret, result, err_out);
   } else {
-    TakeException(inst, &error);
-    rc = -1;
+    rc = Fail(inst, err_out);
   }
   if (POLYFFI_UNLIKELY(has_view)) DetachViews(env, argv, codes, n);
   napi_close_handle_scope(env, scope);
-  if (POLYFFI_UNLIKELY(rc != 0)) {
-    if (err_out != nullptr) {
-      *err_out = error;
-    } else {
-      TVMAPISetLastError(error.c_str());
-    }
-  }
   return rc;
 }
 
