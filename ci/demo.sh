@@ -15,3 +15,4 @@ echo
 echo
 "$root/ci/demo-rust.sh"
 "$root/ci/demo-java.sh"
+"$root/ci/demo-node.sh"

@@ -1,0 +1,167 @@
+// Types of the polyffi Node.js binding (CommonJS and ESM).
+/// <reference types="node" />
+
+/** A value that can be passed to a PackedFunc. */
+export type Arg =
+  | number | bigint | boolean | string | null | undefined
+  | Float | Int | Buffer | ArrayBuffer | NodeJS.TypedArray
+  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef
+  | ((...args: any[]) => any)
+  | Arg[] | Map<Arg, Arg> | { [key: string]: Arg };
+
+/** A value returned by a PackedFunc (numbers are Int / Float boxes under exactNumbers(true)). */
+export type Result =
+  | number | bigint | boolean | string | null | Float | Int | Buffer
+  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef | ((...args: any[]) => any);
+
+export declare const version: string;
+export declare function runtimeVersion(): string;
+
+/** A runtime function, callable like a JS function. */
+export interface PackedFunc {
+  (...args: Arg[]): any;
+  /** Runs the call on the libuv pool; the event loop stays free. */
+  callAsync(...args: Arg[]): Promise<any>;
+  /** Releases the handle; later calls throw an FFIError of kind ValueError. */
+  dispose(): void;
+  readonly disposed: boolean;
+  [Symbol.dispose](): void;
+}
+export declare const PackedFunc: {
+  prototype: PackedFunc;
+};
+
+export declare function getGlobalFunc(name: string): PackedFunc;
+export declare function getGlobalFunc(name: string, options: { allowMissing: true }): PackedFunc | null;
+export declare function getGlobalFunc(name: string, options?: { allowMissing?: boolean }): PackedFunc | null;
+export declare function registerFunc(name: string, fn: ((...args: any[]) => any) | PackedFunc,
+  options?: { override?: boolean }): PackedFunc;
+export declare function listGlobalFuncNames(): string[];
+export declare function removeGlobalFunc(name: string): void;
+/** A JS function as a PackedFunc; onFinalize runs once on the JS thread after the runtime drops it. */
+export declare function convert(fn: (...args: any[]) => any,
+  options?: { onFinalize?: () => void }): PackedFunc;
+/** { x: PackedFunc } for every global `prefix.x` (not `prefix.a.b`). */
+export declare function initApi(prefix: string): Record<string, PackedFunc>;
+export declare function loadModule(path: string, fmt?: string): Module;
+export declare function registerObject(typeKey: string, cls: new (...args: any[]) => ObjectRef): void;
+/** Numbers come out as Int / Float boxes while on; returns the previous mode. */
+export declare function exactNumbers(on: boolean): boolean;
+/** The runtime address of a handle: equal for the same object. */
+export declare function handleAddress(handle: PackedFunc | Module | NDArray | ObjectRef): bigint;
+
+declare class HandleBase {
+  protected constructor();
+  dispose(): void;
+  readonly disposed: boolean;
+  [Symbol.dispose](): void;
+}
+
+export declare class Module extends HandleBase {
+  getFunction(name: string, options?: { queryImports?: boolean; allowMissing?: false }): PackedFunc;
+  getFunction(name: string, options: { queryImports?: boolean; allowMissing: true }): PackedFunc | null;
+  importModule(dep: Module): void;
+  readonly entryFunc: PackedFunc;
+  readonly typeKey: string;
+}
+
+export declare class ObjectRef extends HandleBase {
+  readonly typeKey: string;
+}
+
+declare class FFIArray extends ObjectRef implements Iterable<any> {
+  constructor(items: Arg[]);
+  readonly length: number;
+  get(index: number): any;
+  toArray(): any[];
+  [Symbol.iterator](): Iterator<any>;
+}
+declare class FFIMap extends ObjectRef implements Iterable<[any, any]> {
+  constructor(entries: Map<Arg, Arg> | Array<[Arg, Arg]> | { [key: string]: Arg });
+  readonly size: number;
+  get(key: Arg): any;
+  has(key: Arg): boolean;
+  entries(): Array<[any, any]>;
+  keys(): any[];
+  [Symbol.iterator](): Iterator<[any, any]>;
+}
+export { FFIArray as Array, FFIMap as Map };
+
+export declare class NDArray extends HandleBase {
+  readonly shape: number[];
+  readonly dtype: string;
+  readonly device: Device;
+  /** A TypedArray over the array's own memory (no copy). */
+  toTypedArray(): NodeJS.TypedArray;
+  toBuffer(): Buffer;
+  copyFrom(src: NodeJS.TypedArray | Buffer): this;
+}
+
+export declare const nd: {
+  empty(shape: number[], dtype?: string | DataType, device?: Device): NDArray;
+  /** A zero-copy view of a TypedArray or Buffer (1-D unless shape is given). */
+  array(data: NodeJS.TypedArray | Buffer, shape?: number[], dtype?: string | DataType): NDArray;
+};
+
+export declare class Device {
+  constructor(deviceType: number, deviceId?: number);
+  readonly deviceType: number;
+  readonly deviceId: number;
+  equals(other: unknown): boolean;
+}
+export declare function cpu(id?: number): Device;
+
+export declare class DataType {
+  constructor(text: string);
+  readonly text: string;
+  equals(other: unknown): boolean;
+}
+
+export declare class Float {
+  constructor(value: number);
+  readonly value: number;
+}
+export declare class Int {
+  constructor(value: number | bigint);
+  readonly value: number | bigint;
+}
+export declare function float(x: number): Float;
+export declare function int(x: number | bigint): Int;
+
+export declare class FFIError extends Error {
+  constructor(message: string, kind?: string);
+  /** "ValueError", "TypeError", ... or the kind a callback's error carried. */
+  readonly kind: string;
+}
+
+export declare class GraphModule {
+  constructor(module: Module);
+  static create(graphJson: string, lib: Module, device?: Device): GraphModule;
+  readonly module: Module;
+  setInput(nameOrIndex: string | number, array: NDArray | NodeJS.TypedArray): this;
+  run(): void;
+  runAsync(): Promise<void>;
+  getOutput(index: number): NDArray;
+  getOutput<T extends NDArray | NodeJS.TypedArray>(index: number, out: T): T;
+  getNumOutputs(): number;
+  getNumInputs(): number;
+  getInputIndex(name: string): number;
+  loadParams(bytes: Buffer | Uint8Array): void;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+declare const ffi: {
+  version: typeof version; runtimeVersion: typeof runtimeVersion;
+  getGlobalFunc: typeof getGlobalFunc; registerFunc: typeof registerFunc;
+  listGlobalFuncNames: typeof listGlobalFuncNames; removeGlobalFunc: typeof removeGlobalFunc;
+  convert: typeof convert; initApi: typeof initApi; loadModule: typeof loadModule;
+  registerObject: typeof registerObject; exactNumbers: typeof exactNumbers;
+  handleAddress: typeof handleAddress;
+  PackedFunc: typeof PackedFunc; Module: typeof Module; ObjectRef: typeof ObjectRef;
+  Array: typeof FFIArray; Map: typeof FFIMap; NDArray: typeof NDArray; nd: typeof nd;
+  Device: typeof Device; cpu: typeof cpu; DataType: typeof DataType;
+  Float: typeof Float; Int: typeof Int; float: typeof float; int: typeof int;
+  FFIError: typeof FFIError; GraphModule: typeof GraphModule;
+};
+export default ffi;

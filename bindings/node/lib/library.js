@@ -1,0 +1,17 @@
+'use strict';
+// Library: loads the addon (build/polyffi.node, linked against the repository's libpolyffi). The
+// addon checks the runtime's major version on load and throws naming both versions.
+const path = require('node:path');
+
+let native;
+try {
+  native = require(path.join(__dirname, '..', 'build', 'polyffi.node'));
+} catch (e) {
+  const err = new Error(
+    `polyffi: cannot load the addon build/polyffi.node (${e.message}); ` +
+      'run `npm install` (or `npm run build`) in bindings/node');
+  err.cause = e;
+  throw err;
+}
+
+module.exports = { native };

@@ -1,0 +1,48 @@
+// Compiled with `tsc --noEmit` (npm run typecheck): the public API as a TypeScript user types it.
+import ffi, { FFIError, GraphModule, NDArray, PackedFunc, cpu, nd } from 'polyffi';
+
+const add3: PackedFunc = ffi.getGlobalFunc('testing.add3');
+const n: number = add3(1, 2, ffi.int(3));
+const maybe: PackedFunc | null = ffi.getGlobalFunc('missing', { allowMissing: true });
+const later: Promise<unknown> = add3.callAsync(1, 2n, 3);
+add3.dispose();
+add3[Symbol.dispose]();
+
+const cb = ffi.convert((a: number, b: number) => a + b, { onFinalize: () => undefined });
+ffi.registerFunc('app.add', cb, { override: true });
+const api: Record<string, PackedFunc> = ffi.initApi('testing');
+const names: string[] = ffi.listGlobalFuncNames();
+
+const m = ffi.loadModule('/path/lib.so');
+const f: PackedFunc = m.getFunction('main', { queryImports: true });
+const g: PackedFunc | null = m.getFunction('other', { allowMissing: true });
+const key: string = m.typeKey;
+
+const view: NDArray = nd.array(new Float32Array(4), [2, 2]);
+const arr = nd.empty([2, 2], 'float32', cpu(0));
+const shape: number[] = arr.shape;
+const data = arr.toTypedArray();
+arr.copyFrom(new Float32Array(4));
+
+const list = new ffi.Array([1, 'a', [2.5]]);
+const size: number = list.length;
+const dict = new ffi.Map(new Map([['k', 1]]));
+const has: boolean = dict.has('k');
+
+try {
+  ffi.getGlobalFunc('nope');
+} catch (e) {
+  if (e instanceof FFIError) {
+    const kind: string = e.kind;
+    console.log(kind);
+  }
+}
+
+async function infer(graph: string, lib: typeof m, x: Float32Array): Promise<Float32Array> {
+  const gm = GraphModule.create(graph, lib, cpu());
+  gm.setInput('data', x);
+  await gm.runAsync();
+  return gm.getOutput(0, new Float32Array(10));
+}
+
+export { n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer };
