@@ -264,3 +264,20 @@ test('TE kernels match TVM, including a call back into a JS global', async () =>
   }
   assert.strictEqual(ffi.getGlobalFunc('polyffi_test.add_one', { allowMissing: true }), null);
 });
+
+test("the top-level README's Node.js line for a TVM export runs as written", () => {
+  const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const m = /```js\n(const gm = ffi\.GraphModule\.fromFactory\(.*'model\.so'.*)\n```/.exec(readme);
+  assert.ok(m, 'README has no Node.js line under "Models compiled by Apache TVM"');
+  const dir = path.join(FIXTURES, 'digits_b1');
+  const code = `${m[1].replace("'model.so'", JSON.stringify(path.join(dir, 'factory.so')))}\nreturn gm;`;
+  const gm = new Function('ffi', code)(ffi);  // eslint-disable-line no-new-func
+  try {
+    const io = readIo(dir);
+    gm.setInput('data', loadTensor(dir, io.inputs[0]));
+    gm.run();
+    assertSameBytes(gm.getOutput(0, new Float32Array(10)), loadTensor(dir, io.outputs[0]), 'digits_b1');
+  } finally {
+    gm.dispose();
+  }
+});
