@@ -13,7 +13,9 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
 fi
 echo "node $(node --version), npm $(npm --version)"
-[ -f "$root/build/lib/libpolyffi.so" ] || "$root/ci/build.sh" "$root/build"
+if [ ! -f "$root/build/lib/libpolyffi.so" ] || [ ! -f "$root/build/lib/libpolyffi_test_factory.so" ]; then
+  "$root/ci/build.sh" "$root/build"
+fi
 cd "$root/bindings/node"
 npm ci --no-audit --no-fund --loglevel=error
 POLYFFI_TEST_LIB_DIR="$root/build/lib" POLYFFI_CONFORMANCE_OUT="$root/build/conformance" npm test

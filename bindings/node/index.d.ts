@@ -63,6 +63,8 @@ export declare class Module extends HandleBase {
   importModule(dep: Module): void;
   readonly entryFunc: PackedFunc;
   readonly typeKey: string;
+  /** The modules this one imports, in order (a TVM export's factory imports its `library`). */
+  readonly imports: Module[];
 }
 
 export declare class ObjectRef extends HandleBase {
@@ -137,6 +139,8 @@ export declare class FFIError extends Error {
 export declare class GraphModule {
   constructor(module: Module);
   static create(graphJson: string, lib: Module, device?: Device): GraphModule;
+  /** A library exported by TVM (a GraphExecutorFactory): its default(device), params set. */
+  static fromFactory(factory: Module, device?: Device): GraphModule;
   readonly module: Module;
   setInput(nameOrIndex: string | number, array: NDArray | NodeJS.TypedArray): this;
   run(): void;

@@ -1,14 +1,27 @@
 'use strict';
 // GraphModule: the graph executor's functions behind named methods. TypedArrays and Buffers
 // pass as zero-copy views shaped like the executor's own input / output.
-const { getGlobalFunc } = require('./registry');
+const { getGlobalFunc, Module } = require('./registry');
+const { FFIError } = require('./errors');
 const { NDArray, nd } = require('./ndarray');
 const { cpu } = require('./value');
 const { disposeSymbol } = require('./function');
 
 class GraphModule {
-  /** From a graph-executor module (what tvm.graph_executor.create returns). */
+  /**
+   * From a graph-executor module: what tvm.graph_executor.create returns, or what the
+   * `default(device)` of a library exported by TVM (a GraphExecutorFactory) returns.
+   */
   constructor(module) {
+    if (!(module instanceof Module)) {
+      throw new FFIError('polyffi: GraphModule needs a graph-executor module', 'TypeError');
+    }
+    if (module.typeKey === 'GraphExecutorFactory') {
+      throw new FFIError('polyffi: GraphModule needs a graph executor, but this module is a ' +
+        "GraphExecutorFactory (a library exported by TVM): call its default(device) first, e.g. " +
+        "new GraphModule(lib.getFunction('default')(ffi.cpu())) or GraphModule.fromFactory(lib)",
+      'TypeError');
+    }
     this.module = module;
     const fn = (name) => module.getFunction(name, { allowMissing: true });
     this._setInput = fn('set_input');
@@ -20,7 +33,8 @@ class GraphModule {
     this._getInputIndex = fn('get_input_index');
     this._loadParams = fn('load_params');
     if (!this._setInput || !this._run || !this._getOutput) {
-      throw new TypeError('polyffi: GraphModule needs a graph-executor module');
+      throw new FFIError(`polyffi: GraphModule needs a graph-executor module, not a ${module.typeKey} ` +
+        'module (it lacks set_input / run / get_output)', 'TypeError');
     }
     this._inputShapes = new Map();
     this._outputShapes = new Map();
@@ -30,6 +44,28 @@ class GraphModule {
   static create(graphJson, lib, device = cpu()) {
     const create = getGlobalFunc('tvm.graph_executor.create');
     return new GraphModule(create(graphJson, lib, device.deviceType, device.deviceId));
+  }
+
+  /**
+   * From a library exported by TVM (`export_library`), which loads as its GraphExecutorFactory:
+   * `factory.default(device)` with the params already set.
+   */
+  static fromFactory(factory, device = cpu()) {
+    if (!(factory instanceof Module)) {
+      throw new FFIError('polyffi: GraphModule.fromFactory needs a module (ffi.loadModule of a ' +
+        'library exported by TVM)', 'TypeError');
+    }
+    const key = factory.typeKey;
+    if (key !== 'GraphExecutorFactory') {
+      throw new FFIError(`polyffi: GraphModule.fromFactory needs a GraphExecutorFactory, not a ${key} ` +
+        'module (for separate graph.json + library use GraphModule.create)', 'TypeError');
+    }
+    const make = factory.getFunction('default');
+    try {
+      return new GraphModule(make(device));
+    } finally {
+      make.dispose();
+    }
   }
 
   _view(arr, shapes, key, getter) {

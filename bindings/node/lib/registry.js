@@ -55,6 +55,15 @@ class Module extends HandleBase {
     const f = cachedGlobal('runtime.ModuleGetTypeKey');
     return f(this);
   }
+
+  /** The modules this one imports (a TVM export's factory imports its `library`), in order. */
+  get imports() {
+    const n = cachedGlobal('runtime.ModuleImportsSize')(this);
+    const get = cachedGlobal('runtime.ModuleGetImport');
+    const out = [];
+    for (let i = 0; i < n; i++) out.push(get(this, i));
+    return out;
+  }
 }
 
 class ObjectRef extends HandleBase {

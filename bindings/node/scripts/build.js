@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds the addon (build/polyffi.node) with CMake against the repository's libpolyffi, which
-// it builds first with ci/build.sh when build/lib/libpolyffi.so is missing. Headers come from the
+// it builds first with ci/build.sh when build/lib lacks libpolyffi.so or the test fixture
+// libpolyffi_test_factory.so. Headers come from the
 // npm packages node-api-headers and node-addon-api; nothing is downloaded.
 'use strict';
 const { spawnSync } = require('node:child_process');
@@ -23,11 +24,15 @@ function have(cmd) {
 }
 
 function main() {
-  if (!fs.existsSync(path.join(libDir, 'libpolyffi.so'))) {
-    if (process.env.POLYFFI_LIB_DIR) {
-      throw new Error(`polyffi: POLYFFI_LIB_DIR=${libDir} holds no libpolyffi.so`);
-    }
-    console.log(`polyffi: ${libDir}/libpolyffi.so is missing; building it with ci/build.sh`);
+  // The tests also need the fixture libraries of an up-to-date core build: the TVM export that
+  // the modules.factory.* conformance cases load came later than libpolyffi itself.
+  const missing = ['libpolyffi.so', 'libpolyffi_test_factory.so']
+    .filter((f) => !fs.existsSync(path.join(libDir, f)));
+  if (process.env.POLYFFI_LIB_DIR && missing.includes('libpolyffi.so')) {
+    throw new Error(`polyffi: POLYFFI_LIB_DIR=${libDir} holds no libpolyffi.so`);
+  }
+  if (missing.length > 0 && !process.env.POLYFFI_LIB_DIR) {
+    console.log(`polyffi: ${libDir} lacks ${missing.join(', ')}; building it with ci/build.sh`);
     console.log('polyffi: (ci/install-deps.sh installs the compilers and libraries it needs)');
     run(path.join(root, 'ci', 'build.sh'), [path.join(root, 'build')]);
   }

@@ -45,4 +45,17 @@ async function infer(graph: string, lib: typeof m, x: Float32Array): Promise<Flo
   return gm.getOutput(0, new Float32Array(10));
 }
 
-export { n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer };
+// A library exported by Apache TVM (export_library) loads as its GraphExecutorFactory.
+async function inferTvmExport(path: string, x: Float32Array): Promise<Float32Array> {
+  const lib = ffi.loadModule(path);
+  const imported: string[] = lib.imports.map((mod) => mod.typeKey);
+  console.log(imported);
+  const gm: GraphModule = GraphModule.fromFactory(lib, cpu());
+  const same: GraphModule = new GraphModule(lib.getFunction('default')(cpu()));
+  same.dispose();
+  gm.setInput('data', x);
+  await gm.runAsync();
+  return gm.getOutput(0, new Float32Array(10));
+}
+
+export { n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer, inferTvmExport };
