@@ -39,14 +39,27 @@ class LibraryModule final : public ModuleObj {
 
   /*! \brief Fill __tvm_module_ctx and the function-pointer slots the library declares. */
   void InitSlots() {
-    if (void* ctx = OwnSymbol("__tvm_module_ctx")) *static_cast<void**>(ctx) = this;
+    if (void* ctx = OwnSymbol("__tvm_module_ctx")) {
+      *static_cast<void**>(ctx) = this;
+      tvm_library_ = true;
+    }
     for (const Slot& slot : kSlots) {
-      if (void* p = OwnSymbol(slot.name)) *static_cast<void**>(p) = slot.value;
+      if (void* p = OwnSymbol(slot.name)) {
+        *static_cast<void**>(p) = slot.value;
+        tvm_library_ = true;
+      }
+    }
+    if (OwnSymbol("__tvm_main__") != nullptr || OwnSymbol("__tvm_dev_mblob") != nullptr) {
+      tvm_library_ = true;
     }
   }
 
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    // A library with none of the symbols a TVM-built library carries (a C++ plugin that only
+    // registers globals, or a library built for something else entirely) has no packed
+    // functions: calling one of its symbols with the packed signature would be undefined.
+    if (!tvm_library_) return nullptr;
     std::string target = name;
     if (name == "__tvm_main__") {
       auto* entry = static_cast<const char*>(OwnSymbol("__tvm_main__"));
@@ -73,6 +86,7 @@ class LibraryModule final : public ModuleObj {
   void* handle_;
   std::string path_;
   std::string loaded_name_;
+  bool tvm_library_ = false;  // it declares __tvm_module_ctx, __tvm_main__ or a __TVM* slot
 };
 
 /*!
