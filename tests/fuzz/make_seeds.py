@@ -130,10 +130,13 @@ def dtype_seeds():
 def stream_seeds():
     import random
     rng = random.Random(12)
+    def noise(lo, hi):
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(lo, hi)))
+
     for i in range(24):
-        write("args", f"random_{i:02d}", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 96))))
+        write("args", f"random_{i:02d}", noise(8, 96))
     for i in range(16):
-        write("dlpack", f"random_{i:02d}", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 80))))
+        write("dlpack", f"random_{i:02d}", noise(8, 80))
 
 
 if __name__ == "__main__":
