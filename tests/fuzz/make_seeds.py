@@ -70,6 +70,13 @@ def graph_seeds():
     g = json.loads(json.dumps(add))
     g["nodes"][2]["inputs"][0] = [3, 0, 0]
     write("graph_json", "cycle.json", json.dumps(g))
+    # Found while fuzzing: a dtype the runtime cannot allocate (int4), bool storage by bits.
+    g = json.loads(json.dumps(flat))
+    g["attrs"]["dltype"][1][1] = "int4"
+    write("graph_json", "int4_output.json", json.dumps(g))
+    bools = graph([null("x"), op("copy", [(0, 0)])], [0], [[1, 0, 0]], [[100], [100]],
+                  ["bool", "bool"], [0, 1])
+    write("graph_json", "bool_storage.json", json.dumps(bools))
     for name in ("graph.json", "graph_b1.json"):
         with open(os.path.join(ROOT, "examples", "digits", "model", name)) as f:
             write("graph_json", "digits_" + name, f.read())
