@@ -5,7 +5,7 @@
 // the plain build runs it too. Every result is checked, and at the end every callback has been
 // finalized exactly once and testing.live_objects() is back where it started.
 //
-// POLYFFI_STRESS_ITERATIONS overrides the iterations per thread (default 500).
+// POLYFFI_STRESS_ITERATIONS overrides the iterations per thread (default 2000).
 #include <atomic>
 #include <cstdlib>
 #include <deque>
@@ -25,7 +25,7 @@ constexpr int kThreads = 8;
 
 int Iterations() {
   const char* s = std::getenv("POLYFFI_STRESS_ITERATIONS");
-  return s != nullptr ? std::atoi(s) : 500;
+  return s != nullptr ? std::atoi(s) : 2000;
 }
 
 // DLPack tensors exported by one thread and imported (and freed) by whichever thread comes next.
