@@ -25,6 +25,9 @@ ctest --test-dir build --output-on-failure -j2
 step "sanitizers"
 ci/test-sanitizers.sh
 
+step "fuzz targets (short runs)"
+ci/test-fuzz.sh
+
 step "Python binding (pytest, with its conformance runner)"
 ci/test-python.sh
 

@@ -293,7 +293,8 @@ int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_
   }
   DLDataType dtype{static_cast<uint8_t>(dtype_code), static_cast<uint8_t>(dtype_bits),
                    static_cast<uint16_t>(dtype_lanes)};
-  DLDevice dev{static_cast<DLDeviceType>(device_type), device_id};
+  DLDevice dev{kDLCPU, device_id};
+  std::memcpy(&dev.device_type, &device_type, sizeof(int32_t));  // any int: Empty() checks it
   std::vector<int64_t> dims(shape, shape + ndim);
   *out = NDArrayObj::Empty(dims, dtype, dev).release()->handle();
   API_END();

@@ -13,7 +13,7 @@ using polyffi::Error;
 using polyffi::TensorView;
 
 std::string DTypeName(DLDataType t) {
-  char buf[32];
+  char buf[32];  // for messages: dtypes with no string form read "<dtype CODE:BITSxLANES>"
   PolyffiDataTypeToString(t, buf, sizeof(buf));
   return buf;
 }
@@ -24,9 +24,11 @@ std::string DTypeName(DLDataType t) {
  */
 int64_t CheckedNumel(const DLTensor* t, const char* who) {
   if (t == nullptr) throw Error("ValueError", std::string(who) + ": NULL tensor");
-  if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost) {
+  int32_t device_type;  // read as bits: callers may send any int32 in this enum
+  std::memcpy(&device_type, &t->device.device_type, sizeof(device_type));
+  if (device_type != kDLCPU && device_type != kDLCUDAHost) {
     throw Error("ValueError", std::string(who) + ": tensor is not on the CPU (device_type " +
-                                  std::to_string(t->device.device_type) + ")");
+                                  std::to_string(device_type) + ")");
   }
   if (t->ndim < 0) throw Error("ValueError", std::string(who) + ": negative ndim");
   int64_t numel = 1;
@@ -46,7 +48,9 @@ int64_t CheckedNumel(const DLTensor* t, const char* who) {
   return numel;
 }
 
+// An empty tensor may have NULL data and any byte_offset; offsetting NULL is undefined.
 const char* DataStart(const DLTensor* t) {
+  if (t->data == nullptr) return nullptr;
   return static_cast<const char*>(t->data) + t->byte_offset;
 }
 
@@ -112,7 +116,7 @@ TESTING_GLOBAL("testing.nd_add_one",
                      for (int i = 0; same && i < a->ndim; ++i) same = a->shape[i] == b->shape[i];
                      if (!same) throw Error("ValueError", std::string(who) + ": shapes differ");
                      const char* src = DataStart(a);
-                     char* dst = static_cast<char*>(b->data) + b->byte_offset;
+                     char* dst = const_cast<char*>(DataStart(b));
                      for (int64_t i = 0; i < n; ++i) {
                        float x;
                        std::memcpy(&x, src + i * sizeof(float), sizeof(float));

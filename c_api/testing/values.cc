@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "fixture_util.h"
@@ -119,7 +120,8 @@ TESTING_GLOBAL("testing.device", [](PackedArgs args, RetValue* rv) {
     }
   }
   DLDevice dev;
-  dev.device_type = static_cast<DLDeviceType>(ToInt32(args.values[0].v_int64, "device_type"));
+  int32_t device_type = ToInt32(args.values[0].v_int64, "device_type");
+  std::memcpy(&dev.device_type, &device_type, sizeof(device_type));  // any int32, as on the wire
   dev.device_id = ToInt32(args.values[1].v_int64, "device_id");
   rv->Set(dev);
 });

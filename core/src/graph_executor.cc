@@ -11,7 +11,10 @@
 // names that are not graph inputs, get_input returns the executor's own storage. One
 // difference, asked for by polyffi's contract: get_output(i) returns a new array holding a
 // copy (TVM returns its internal storage), so a later run() never changes an array already
-// handed out. An executor is not thread-safe, as in TVM: one caller at a time.
+// handed out. Two more, for inputs from untrusted files: run() refuses to start before every
+// input has a value (set_input, load_params or get_input), where TVM would compute on whatever
+// the memory held; and load_params refuses a blob none of whose names is an input of the graph
+// (the params of another model). An executor is not thread-safe, as in TVM: one caller at a time.
 #include <polyffi/c_runtime_api.h>
 
 // Written against the public C ABI and its C++ layer only (polyffi.hpp keeps its classes in
@@ -44,6 +47,7 @@ std::string ShapeStr(const int64_t* shape, int ndim) {
   return os.str();
 }
 
+// For messages: a dtype with no string form reads "<dtype CODE:BITSxLANES>".
 std::string DTypeStr(DLDataType t) {
   char buf[32];
   PolyffiDataTypeToString(t, buf, sizeof(buf));
@@ -52,12 +56,17 @@ std::string DTypeStr(DLDataType t) {
 
 // TVM's graph JSON spells dtypes the shared way, except that "bool" there means classic TVM's
 // uint1 (stored in one byte), which is what compiled kernels expect.
+// Only the storage dtypes the runtime allocates arrays of: anything else would be accepted here
+// and then fail in get_output (int4, float8, ...).
 DLDataType ParseDType(const std::string& s) {
   DLDataType t;
-  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0 || t.code == kDLOpaqueHandle || t.bits > 64) {
-    Throw("ValueError", "graph JSON: unsupported dtype '" + s + "'");
-  }
-  if (t.code == kDLBool) t = DLDataType{kDLUInt, 1, t.lanes};
+  bool ok = PolyffiDataTypeFromString(s.c_str(), &t) == 0;
+  if (ok && t.code == kDLBool) t = DLDataType{kDLUInt, 1, t.lanes};
+  bool whole = t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+  ok = ok &&
+       (((t.code == kDLInt || t.code == kDLUInt) && whole) || (t.code == kDLUInt && t.bits == 1) ||
+        (t.code == kDLFloat && whole && t.bits != 8) || (t.code == kDLBfloat && t.bits == 16));
+  if (!ok) Throw("ValueError", "graph JSON: unsupported dtype '" + s + "'");
   return t;
 }
 
@@ -66,16 +75,64 @@ bool SameDType(DLDataType a, DLDataType b) {
 }
 
 // Byte size of a dense array; shapes come from untrusted JSON and blobs, so overflow is an error.
+// Each element takes whole bytes (a bool, TVM's uint1, takes one), as in TVM's GetDataSize and
+// the runtime's own arrays: sizing by bits would give a [100] bool 13 bytes of storage for an
+// array the kernels and copies treat as 100 bytes.
 int64_t NumBytes(const std::vector<int64_t>& shape, DLDataType t) {
-  int64_t bits = static_cast<int64_t>(t.bits) * t.lanes;
+  int64_t bytes = (static_cast<int64_t>(t.bits) * t.lanes + 7) / 8;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(bits, d, &bits)) {
+    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes)) {
       Throw("ValueError", "array shape " + ShapeStr(shape.data(), static_cast<int>(shape.size())) +
                               " is negative or too large");
     }
   }
-  return bits / 8 + (bits % 8 != 0);
+  return bytes;
 }
+
+// A JSON value for an error message, cut short: the value may be a whole corrupt graph.
+std::string Brief(const Json& j) {
+  std::string s = j.dump();
+  return s.size() <= 64 ? s : s.substr(0, 61) + "...";
+}
+
+// An integer of the graph, checked: nlohmann's get<int64_t>() casts whatever number it holds
+// (1e23 into int64_t is undefined behaviour, -1 into uint32_t wraps), so every integer field
+// is read here, as an integer in [lo, hi] or an error naming the field.
+int64_t JsonInt(const Json& j, const std::string& what, int64_t lo, int64_t hi) {
+  bool ok = false;
+  int64_t v = 0;
+  if (j.is_number_unsigned()) {
+    uint64_t u = j.get<uint64_t>();
+    ok = u <= static_cast<uint64_t>(hi);
+    v = ok ? static_cast<int64_t>(u) : 0;
+  } else if (j.is_number_integer()) {
+    v = j.get<int64_t>();
+    ok = true;
+  } else {
+    Throw("ValueError", "graph JSON: " + what + " must be an integer, got " + Brief(j));
+  }
+  if (!ok || v < lo || v > hi) {
+    Throw("ValueError", "graph JSON: " + what + " is " + Brief(j) + ", out of range [" +
+                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+template <typename T>
+std::vector<T> JsonIntList(const Json& j, const std::string& what, const char* item, int64_t lo,
+                           int64_t hi) {
+  if (!j.is_array()) Throw("ValueError", "graph JSON: " + what + " must be a list");
+  std::vector<T> out;
+  out.reserve(j.size());
+  for (const Json& x : j) {
+    out.push_back(
+        static_cast<T>(JsonInt(x, what + " " + item + " " + std::to_string(out.size()), lo, hi)));
+  }
+  return out;
+}
+
+constexpr int64_t kMaxU32 = 0xFFFFFFFFLL;
+constexpr int64_t kMaxI64 = INT64_MAX;
 
 // TVM writes node attrs as strings ("1"); hand-written graphs often use numbers. Accept both.
 int64_t AttrInt(const Json& attrs, const char* key, const std::string& node, bool required,
@@ -85,15 +142,16 @@ int64_t AttrInt(const Json& attrs, const char* key, const std::string& node, boo
     if (required) Throw("ValueError", "graph JSON: node '" + node + "' lacks attr " + key);
     return dflt;
   }
-  if (it->is_number_integer()) return it->get<int64_t>();
+  const std::string what = "node '" + node + "' attr " + key;
+  if (it->is_number()) return JsonInt(*it, what, 0, kMaxI64);
   if (it->is_string()) {
     const std::string& s = it->get_ref<const std::string&>();
-    if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
-      return std::stoll(s);
+    if (!s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos) {
+      return std::stoll(s);  // at most 18 digits: always in range
     }
   }
-  Throw("ValueError",
-        "graph JSON: node '" + node + "' attr " + key + " must be an integer, got " + it->dump());
+  Throw("ValueError", "graph JSON: " + what + " must be a non-negative integer (at most 18 " +
+                          "digits), got " + Brief(*it));
 }
 
 // The value of a graph-level attr, which TVM writes as ["list_int", [...]] and the like.
@@ -247,9 +305,17 @@ class GraphExecutor {
     TVMArrayHandle dst = EntryArray(input_nodes_[index], 0);
     CheckMatch([&] { return "set_input: input '" + node.name + "'"; }, dst, src);
     CopyChecked(src, dst);
+    MarkSet(index);
   }
 
   TVMArrayHandle Input(int index) const { return EntryArray(input_nodes_[index], 0); }
+
+  // get_input hands out the input's own storage, which TVM callers fill in place
+  // (get_input(i).copyfrom(x)), so handing it out counts as setting it.
+  TVMArrayHandle InputForCaller(int index) {
+    MarkSet(index);
+    return Input(index);
+  }
 
   TVMArrayHandle Output(int64_t index) const {
     if (index < 0 || index >= num_outputs()) {
@@ -283,6 +349,7 @@ class GraphExecutor {
   }
 
   void Run() {
+    if (!all_inputs_set_) CheckInputsSet();
     for (Op& op : ops_) {
       if (op.func == nullptr) {
         // "__copy" (TVM's device copy node): inputs[0] -> outputs[0]. "__nop" has no entry.
@@ -368,9 +435,11 @@ class GraphExecutor {
                               " unexpected trailing bytes after the last array");
     }
     std::vector<std::pair<TVMArrayHandle, const ParamArray*>> writes;
+    std::vector<int> written;
     for (const auto& p : params) {
       int idx = InputIndex(p.name);
       if (idx < 0) continue;  // As in TVM: params folded out of the graph are ignored.
+      written.push_back(idx);
       TVMArrayHandle dst = Input(idx);
       if (!SameDType(dst->dtype, p.dtype) || dst->ndim != static_cast<int>(p.shape.size()) ||
           !std::equal(p.shape.begin(), p.shape.end(), dst->shape)) {
@@ -381,9 +450,23 @@ class GraphExecutor {
       }
       writes.emplace_back(dst, &p);
     }
+    // Some names may be folded out of the graph, but a blob none of whose names is an input
+    // belongs to another model: ignoring it would leave every weight unset.
+    if (!params.empty() && writes.empty()) {
+      std::string names;
+      for (size_t i = 0; i < params.size() && i < 3; ++i) {
+        names += (i ? ", '" : "'") + params[i].name + "'";
+      }
+      if (params.size() > 3) names += ", ...";
+      Throw("ValueError", "load_params: none of the " + std::to_string(params.size()) +
+                              " params in the blob (" + names +
+                              ") is an input of this graph; are they the params of another "
+                              "model?");
+    }
     for (const auto& [dst, p] : writes) {
       CheckCall(TVMArrayCopyFromBytes(dst, const_cast<char*>(p->data), p->nbytes));
     }
+    for (int idx : written) MarkSet(idx);
   }
 
  private:
@@ -392,6 +475,27 @@ class GraphExecutor {
     std::vector<TVMValue> values;
     std::vector<int> codes;
   };
+
+  void MarkSet(int index) {
+    if (all_inputs_set_ || input_set_[index]) return;
+    input_set_[index] = true;
+    all_inputs_set_ = std::find(input_set_.begin(), input_set_.end(), false) == input_set_.end();
+  }
+
+  // run() before every input has a value would compute on uninitialised memory.
+  void CheckInputsSet() const {
+    std::string missing;
+    int count = 0;
+    for (size_t i = 0; i < input_set_.size(); ++i) {
+      if (input_set_[i]) continue;
+      if (count++ < 5)
+        missing += (missing.empty() ? "'" : ", '") + nodes_[input_nodes_[i]].name + "'";
+    }
+    if (count > 5) missing += ", ...";
+    Throw("ValueError", "run: " + std::to_string(count) + " of the graph's " +
+                            std::to_string(input_set_.size()) + " inputs have no value yet (" +
+                            missing + "); set them with set_input or load_params first");
+  }
 
   uint32_t EntryId(uint32_t nid, uint32_t index) const { return node_row_ptr_[nid] + index; }
   TVMArrayHandle EntryArray(uint32_t nid, uint32_t index) const {
@@ -463,14 +567,14 @@ class GraphExecutor {
   }
 
   static Entry ParseEntry(const Json& j, const std::string& where) {
-    if (!j.is_array() || j.size() < 2 || j.size() > 3 || !j[0].is_number_unsigned() ||
-        !j[1].is_number_unsigned()) {
+    if (!j.is_array() || j.size() < 2 || j.size() > 3) {
       Throw("ValueError", "graph JSON: " + where +
                               ": an entry must be [node_id, index, version]"
                               ", got " +
-                              j.dump());
+                              Brief(j));
     }
-    return Entry{j[0].get<uint32_t>(), j[1].get<uint32_t>()};
+    return Entry{static_cast<uint32_t>(JsonInt(j[0], where + " node_id", 0, kMaxU32)),
+                 static_cast<uint32_t>(JsonInt(j[1], where + " index", 0, kMaxU32))};
   }
 
   void ParseGraph(const Json& g) {
@@ -533,29 +637,47 @@ class GraphExecutor {
       nodes_.push_back(std::move(n));
     }
 
-    for (const Json& j : g.at("arg_nodes")) {
-      uint32_t nid = j.get<uint32_t>();
+    std::vector<bool> is_input(nodes_.size(), false);
+    for (uint32_t nid :
+         JsonIntList<uint32_t>(g.at("arg_nodes"), "arg_nodes", "entry", 0, kMaxU32)) {
       if (nid >= nodes_.size() || nodes_[nid].op != "null") {
         Throw("ValueError",
               "graph JSON: arg_nodes entry " + std::to_string(nid) + " is not a null (input) node");
       }
+      if (is_input[nid]) {
+        Throw("ValueError", "graph JSON: arg_nodes lists node " + std::to_string(nid) + " twice");
+      }
+      is_input[nid] = true;
       input_nodes_.push_back(nid);
     }
+    // A null node outside arg_nodes could never be given a value: kernels would read whatever
+    // its memory held.
+    for (size_t nid = 0; nid < nodes_.size(); ++nid) {
+      if (nodes_[nid].op == "null" && !is_input[nid]) {
+        Throw("ValueError", "graph JSON: null node '" + nodes_[nid].name +
+                                "' is not listed in arg_nodes, so it could never be set");
+      }
+    }
+    input_set_.assign(input_nodes_.size(), false);
+    all_inputs_set_ = input_nodes_.empty();
 
-    node_row_ptr_ = g.at("node_row_ptr").get<std::vector<uint32_t>>();
+    node_row_ptr_ =
+        JsonIntList<uint32_t>(g.at("node_row_ptr"), "node_row_ptr", "entry", 0, kMaxU32);
     if (node_row_ptr_.size() != nodes_.size() + 1 || node_row_ptr_[0] != 0) {
       Throw("ValueError", "graph JSON: node_row_ptr must have " +
                               std::to_string(nodes_.size() + 1) + " entries starting at 0");
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (node_row_ptr_[i + 1] != node_row_ptr_[i] + nodes_[i].num_outputs) {
+      if (uint64_t{node_row_ptr_[i + 1]} != uint64_t{node_row_ptr_[i]} + nodes_[i].num_outputs) {
         Throw("ValueError", "graph JSON: node_row_ptr disagrees with num_outputs of node '" +
                                 nodes_[i].name + "'");
       }
     }
     const size_t num_entries = node_row_ptr_.back();
 
-    for (const Json& j : g.at("heads")) {
+    const Json& heads = g.at("heads");
+    if (!heads.is_array()) Throw("ValueError", "graph JSON: \"heads\" must be a list");
+    for (const Json& j : heads) {
       Entry e = ParseEntry(j, "heads");
       if (e.node_id >= nodes_.size() || e.index >= nodes_[e.node_id].num_outputs) {
         Throw("ValueError", "graph JSON: heads refers to a missing output " + j.dump());
@@ -565,8 +687,13 @@ class GraphExecutor {
 
     const Json& attrs = g.at("attrs");
     if (!attrs.is_object()) Throw("ValueError", "graph JSON: \"attrs\" must be an object");
-    storage_id_ = GraphAttr(attrs, "storage_id", "list_int").get<std::vector<int64_t>>();
-    shapes_ = GraphAttr(attrs, "shape", "list_shape").get<std::vector<std::vector<int64_t>>>();
+    storage_id_ = JsonIntList<int64_t>(GraphAttr(attrs, "storage_id", "list_int"), "storage_id",
+                                       "entry", 0, kMaxI64);
+    const Json& jshapes = GraphAttr(attrs, "shape", "list_shape");
+    for (const Json& js : jshapes) {
+      shapes_.push_back(JsonIntList<int64_t>(js, "shape of entry " + std::to_string(shapes_.size()),
+                                             "dimension", 0, kMaxI64));
+    }
     std::vector<std::string> dltype =
         GraphAttr(attrs, "dltype", "list_str").get<std::vector<std::string>>();
     if (storage_id_.size() != num_entries || shapes_.size() != num_entries ||
@@ -697,6 +824,8 @@ class GraphExecutor {
   DLDevice device_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> input_nodes_;
+  std::vector<bool> input_set_;  // per input: set_input, load_params or get_input reached it
+  bool all_inputs_set_ = false;
   std::vector<Entry> outputs_;
   std::vector<uint32_t> node_row_ptr_;
   std::vector<int64_t> storage_id_;
@@ -783,7 +912,7 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
   });
   Function get_input = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_input", args, 1, 1);
-    ReturnArray(rv, ex->Input(ex->ResolveInput("get_input", args[0])));
+    ReturnArray(rv, ex->InputForCaller(ex->ResolveInput("get_input", args[0])));
   });
   Function get_num_outputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_num_outputs", args, 0, 0);

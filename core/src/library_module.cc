@@ -1,14 +1,18 @@
 // Modules from shared libraries (the DSO convention of ABI.md 7) and the system library.
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <polyffi/c_backend_api.h>
 #include <sys/stat.h>
 
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "polyffi/error.h"
 #include "polyffi/module.h"
@@ -59,14 +63,27 @@ class LibraryModule final : public ModuleObj {
 
   /*! \brief Fill __tvm_module_ctx and the function-pointer slots the library declares. */
   void InitSlots() {
-    if (void* ctx = OwnSymbol("__tvm_module_ctx")) *static_cast<void**>(ctx) = this;
+    if (void* ctx = OwnSymbol("__tvm_module_ctx")) {
+      *static_cast<void**>(ctx) = this;
+      tvm_library_ = true;
+    }
     for (const Slot& slot : kSlots) {
-      if (void* p = OwnSymbol(slot.name)) *static_cast<void**>(p) = slot.value;
+      if (void* p = OwnSymbol(slot.name)) {
+        *static_cast<void**>(p) = slot.value;
+        tvm_library_ = true;
+      }
+    }
+    if (OwnSymbol("__tvm_main__") != nullptr || OwnSymbol("__tvm_dev_mblob") != nullptr) {
+      tvm_library_ = true;
     }
   }
 
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    // A library with none of the symbols a TVM-built library carries (a C++ plugin that only
+    // registers globals, or a library built for something else entirely) has no packed
+    // functions: calling one of its symbols with the packed signature would be undefined.
+    if (!tvm_library_) return nullptr;
     std::string target = name;
     if (name == "__tvm_main__") {
       auto* entry = static_cast<const char*>(OwnSymbol("__tvm_main__"));
@@ -93,7 +110,64 @@ class LibraryModule final : public ModuleObj {
   void* handle_;
   std::string path_;
   std::string loaded_name_;
+  bool tvm_library_ = false;  // it declares __tvm_module_ctx, __tvm_main__ or a __TVM* slot
 };
+
+/*!
+ * \brief Refuse an ELF file whose program headers or segments lie beyond its end. glibc's
+ *  loader maps segments straight from the file, and touching a mapped page past the end of a
+ *  truncated file raises SIGBUS inside dlopen: the process dies instead of getting an error.
+ *  Files that are not ELF are left to dlopen, which reports them ("invalid ELF header").
+ */
+template <typename Ehdr, typename Phdr>
+void CheckElfExtents(const std::string& path, const std::string& bytes) {
+  auto fail = [&path](const std::string& why) {
+    Throw("RuntimeError", "cannot load library '", path, "': truncated or corrupt ELF file (", why,
+          ")");
+  };
+  const uint64_t size = bytes.size();
+  if (size < sizeof(Ehdr)) fail("the ELF header is cut short");
+  Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof(eh));
+  if (eh.e_phnum != 0 && eh.e_phentsize != sizeof(Phdr)) fail("bad program header size");
+  uint64_t table_end = uint64_t{eh.e_phoff} + uint64_t{eh.e_phnum} * sizeof(Phdr);
+  if (eh.e_phoff > size || table_end > size) {
+    fail("program headers end at byte " + std::to_string(table_end) + ", the file has " +
+         std::to_string(size));
+  }
+  // The loader does not need the section headers, but they sit at the end of the file: a file
+  // cut anywhere past its segments still loses them, and is refused as the truncated file it is.
+  uint64_t sections_end = uint64_t{eh.e_shoff} + uint64_t{eh.e_shnum} * eh.e_shentsize;
+  if (eh.e_shoff != 0 && (eh.e_shoff > size || sections_end > size)) {
+    fail("section headers end at byte " + std::to_string(sections_end) + ", the file has " +
+         std::to_string(size));
+  }
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(Phdr), sizeof(ph));
+    uint64_t end = uint64_t{ph.p_offset} + uint64_t{ph.p_filesz};
+    if (ph.p_type != PT_NULL && (ph.p_offset > size || end > size)) {
+      fail("segment " + std::to_string(i) + " ends at byte " + std::to_string(end) +
+           ", the file has " + std::to_string(size));
+    }
+  }
+}
+
+void CheckElfFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return;  // dlopen reports what is wrong
+  std::string head(EI_NIDENT, '\0');
+  if (!f.read(&head[0], EI_NIDENT) || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0) return;
+  f.seekg(0, std::ios::end);
+  std::string bytes(static_cast<size_t>(f.tellg()), '\0');
+  f.seekg(0);
+  f.read(&bytes[0], static_cast<std::streamsize>(bytes.size()));
+  if (head[EI_CLASS] == ELFCLASS64) {
+    CheckElfExtents<Elf64_Ehdr, Elf64_Phdr>(path, bytes);
+  } else if (head[EI_CLASS] == ELFCLASS32) {
+    CheckElfExtents<Elf32_Ehdr, Elf32_Phdr>(path, bytes);
+  }
+}
 
 /*!
  * \brief Libraries are never unloaded (plugins leave globals and finalizers pointing into
@@ -106,6 +180,7 @@ ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
     ObjectPtr<ModuleObj> root;  // lib itself, or the root of its packed import blob
   };
   static auto* loaded = new std::unordered_map<void*, Loaded>();
+  CheckElfFile(path);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* why = dlerror();

@@ -2,6 +2,7 @@
 #include "polyffi/ndarray.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,18 +21,29 @@ bool IsCompact(const DLTensor& t) {
   int64_t expected = 1;
   for (int i = t.ndim - 1; i >= 0; --i) {
     if (t.shape[i] != 1 && t.strides[i] != expected) return false;
-    expected *= t.shape[i];
+    // Shapes whose product overflows are refused elsewhere; here they are simply not compact.
+    if (__builtin_mul_overflow(expected, t.shape[i], &expected)) return false;
   }
   return true;
+}
+
+size_t CheckedBytes(const int64_t* shape, int ndim, DLDataType t) {
+  // Bounded by PTRDIFF_MAX so that data + byte_offset + size stays a valid pointer difference.
+  uint64_t n = ElementBytes(t);
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) Throw("ValueError", "negative dimension ", shape[i], " in shape");
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(shape[i]), &n) || n > PTRDIFF_MAX) {
+      Throw("ValueError", "array shape is too large: its byte size overflows");
+    }
+  }
+  return static_cast<size_t>(n);
 }
 
 size_t CompactBytes(const DLTensor& t) {
   if (!IsCompact(t)) {
     Throw("ValueError", "the array is not contiguous (strided arrays are not supported here)");
   }
-  size_t n = 1;
-  for (int i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.shape[i]);
-  return n * ElementBytes(t.dtype);
+  return CheckedBytes(t.shape, t.ndim, t.dtype);
 }
 
 namespace {
@@ -62,19 +74,15 @@ NDArrayObj* NDArrayObj::FromHandle(DLTensor* handle) {
 
 ObjectPtr<NDArrayObj> NDArrayObj::Empty(const std::vector<int64_t>& shape, DLDataType dtype,
                                         DLDevice dev) {
-  if (dev.device_type != kDLCPU && dev.device_type != kDLCUDAHost) {
-    Throw("ValueError", "device type ", int(dev.device_type),
+  if (DeviceTypeOf(dev) != kDLCPU && DeviceTypeOf(dev) != kDLCUDAHost) {
+    Throw("ValueError", "device type ", DeviceTypeOf(dev),
           " is not available (this runtime has CPU only)");
   }
   CheckDataType(dtype);
-  size_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) Throw("ValueError", "negative dimension ", d, " in shape");
-    count *= static_cast<size_t>(d);
-  }
+  size_t nbytes = CheckedBytes(shape.data(), static_cast<int>(shape.size()), dtype);
   auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
-  size_t nbytes = count * ElementBytes(dtype);
-  // 64-byte alignment, and never a zero-sized request so data is never NULL.
+  // 64-byte alignment, and never a zero-sized request so data is never NULL (nbytes is at most
+  // PTRDIFF_MAX, so rounding up cannot wrap).
   size_t alloc = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
   arr->owned_data_ = std::aligned_alloc(64, alloc);
   if (arr->owned_data_ == nullptr)
@@ -96,6 +104,21 @@ ObjectPtr<NDArrayObj> NDArrayObj::FromDLPack(DLManagedTensor* managed) {
   if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
     Throw("ValueError", "DLPack tensor has an invalid shape");
   }
+  // Everything later copies trust these: the device (only host memory can be read here), the
+  // dtype's width, and a byte size that neither overflows nor wraps with the offset.
+  if (DeviceTypeOf(t.device) != kDLCPU && DeviceTypeOf(t.device) != kDLCUDAHost) {
+    Throw("ValueError", "DLPack tensor is on device type ", DeviceTypeOf(t.device),
+          ", but this runtime reads host memory only");
+  }
+  if (t.dtype.bits == 0 || t.dtype.lanes == 0) {
+    Throw("ValueError", "DLPack tensor has an invalid dtype (code ", int(t.dtype.code), ", bits ",
+          int(t.dtype.bits), ", lanes ", int(t.dtype.lanes), ")");
+  }
+  size_t nbytes = CheckedBytes(t.shape, t.ndim, t.dtype);
+  if (t.byte_offset > static_cast<uint64_t>(PTRDIFF_MAX) - nbytes) {
+    Throw("ValueError", "DLPack tensor's byte_offset ", t.byte_offset, " is too large");
+  }
+  if (t.data == nullptr && nbytes != 0) Throw("ValueError", "DLPack tensor has NULL data");
   if (!IsCompact(t)) {
     Throw("ValueError",
           "DLPack tensor is not contiguous; only compact row-major tensors are accepted "

@@ -48,7 +48,11 @@ DLDataType ParseDataType(const std::string& s) {
 
 std::string DataTypeString(DLDataType t) {
   char buf[32];
-  PolyffiDataTypeToString(t, buf, sizeof(buf));
+  // Only strings that parse back to t are handed out; the rest would not survive a round trip.
+  if (PolyffiDataTypeToString(t, buf, sizeof(buf)) != 0) {
+    Throw("ValueError", "dtype (code ", int(t.code), ", bits ", int(t.bits), ", lanes ",
+          int(t.lanes), ") has no string form that would read back as itself");
+  }
   return buf;
 }
 

@@ -406,6 +406,7 @@ TEST(GraphExecutor, FlattenDataPassesOneDimensionalTensors) {
   x = unflat.Input("x", {2, 3}, 0);
   unflat.Head(unflat.Op("flat_copy", {{x, 0}}, {{{2, 3}, 1}}));
   Executor ex2(unflat.Build().dump(), lib);
+  ex2("set_input", {0, Array::Of({1, 2, 3, 4, 5, 6}, {2, 3})});
   EXPECT_EQ(ErrorOf([&] { ex2("run"); }), "ValueError: not flattened");
 }
 
@@ -430,6 +431,7 @@ TEST(GraphExecutor, KernelErrorPropagatesFromRun) {
   int x = g.Input("x", {2}, 0);
   g.Head(g.Op("fail", {{x, 0}}, {{{2}, 1}}));
   Executor ex(g.Build().dump(), lib);
+  ex("set_input", {"x", Array::Of({1, 2}, {2})});
   EXPECT_EQ(ErrorOf([&] { ex("run"); }), "AssertionError: kernel refused its input");
 }
 
@@ -477,6 +479,7 @@ TEST(DigitsModel, KernelShapeCheckReportsThroughTheErrorSlot) {
   g["attrs"]["shape"][1][1] = Json::array({32, 63});
   ObjectRef lib = LoadDigitsLib();
   Executor ex(g.dump(), lib);
+  for (int i = 0; i < ex("get_num_inputs").as_int(); ++i) ex.InputArray(i);  // values don't matter
   EXPECT_EQ(ErrorOf([&] { ex("run"); }),
             "ValueError: fused_dense_bias_relu: weight has 63 input features but data has 64");
 }
@@ -516,7 +519,15 @@ TEST(GraphExecutorErrors, StructurallyInvalidGraphs) {
   EXPECT_EQ(CreateError(g.dump()), "ValueError: graph JSON: unsupported dtype 'complex64'");
 
   g = SmallGraph();
-  g["attrs"]["shape"][1][0] = {"four"};  // a type error inside nlohmann is still the graph's
+  g["attrs"]["shape"][1][0] = {"four"};
+  EXPECT_EQ(
+      CreateError(g.dump()),
+      "ValueError: graph JSON: shape of entry 0 dimension 0 must be an integer, got \"four\"");
+  g["attrs"]["shape"][1][0] = "four";
+  EXPECT_EQ(CreateError(g.dump()), "ValueError: graph JSON: shape of entry 0 must be a list");
+
+  g = SmallGraph();
+  g["nodes"][2]["name"] = 7;  // a type error inside nlohmann is still the graph's
   EXPECT_EQ(CreateError(g.dump()).rfind("ValueError: graph JSON is malformed", 0), 0u);
 
   g = SmallGraph();
@@ -625,6 +636,8 @@ TEST_F(RunningExecutor, WrongArgumentTypes) {
 }
 
 TEST_F(RunningExecutor, GetOutputIntoWrongShapedArray) {
+  ex_("set_input", {"x", Array::Of({1, 2, 3, 4}, {4})});
+  ex_("set_input", {"c", Array::Of({1, 1, 1, 1}, {4})});
   ex_("run");
   Array wrong({2, 2});
   EXPECT_EQ(ErrorOf([&] {

@@ -68,27 +68,44 @@ static inline int PolyffiDataTypeFromString(const char* s, DLDataType* out) {
 }
 
 /*!
- * \brief Write the string form of t into buf (size bytes, 32 is always enough). kDLBool (8 bits)
- *  and classic TVM's uint1 both read "bool"; unknown codes read "custom<code>_<bits>".
+ * \brief Write the string form of t into buf (size bytes; 32 holds any output).
+ *
+ *  Whatever this prints reads back with PolyffiDataTypeFromString as t itself, with one
+ *  deliberate alias: classic TVM's uint1 prints "bool" (code written for it compares against
+ *  "bool"), which reads back as kDLBool, 8 bits. A dtype with no string form (an unknown type
+ *  code, 0 bits, 0 lanes, a bool or handle of another width) is not printed as a dtype:
+ *  the function returns -1 and buf holds a description "<dtype CODE:BITSxLANES>" for error
+ *  messages (say "<dtype 45:2x8192>"), which no parser accepts.
+ * \return 0 when buf holds a dtype string, -1 otherwise (and when buf is too small).
  */
-static inline void PolyffiDataTypeToString(DLDataType t, char* buf, size_t size) {
+static inline int PolyffiDataTypeToString(DLDataType t, char* buf, size_t size) {
+  const char* base = NULL;
   int n;
+  int fixed_bits = 0;
+  if (buf == NULL || size == 0) return -1;
+  buf[0] = '\0';
   if ((t.code == kDLBool && t.bits == 8) || (t.code == kDLUInt && t.bits == 1)) {
-    n = snprintf(buf, size, "bool");
-  } else if (t.code == kDLOpaqueHandle) {
-    n = snprintf(buf, size, "handle");
-  } else {
-    const char* base = t.code == kDLInt      ? "int"
-                       : t.code == kDLUInt   ? "uint"
-                       : t.code == kDLFloat  ? "float"
-                       : t.code == kDLBfloat ? "bfloat"
-                                             : NULL;
-    n = base ? snprintf(buf, size, "%s%d", base, (int)t.bits)
-             : snprintf(buf, size, "custom%d_%d", (int)t.code, (int)t.bits);
+    base = "bool";
+    fixed_bits = 1;
+  } else if (t.code == kDLOpaqueHandle && t.bits == 64) {
+    base = "handle";
+    fixed_bits = 1;
+  } else if (t.bits != 0) {
+    base = t.code == kDLInt      ? "int"
+           : t.code == kDLUInt   ? "uint"
+           : t.code == kDLFloat  ? "float"
+           : t.code == kDLBfloat ? "bfloat"
+                                 : NULL;
   }
-  if (t.lanes != 1 && n >= 0 && (size_t)n < size) {
-    snprintf(buf + n, size - (size_t)n, "x%d", (int)t.lanes);
+  if (base == NULL || t.lanes == 0) {
+    snprintf(buf, size, "<dtype %d:%dx%d>", (int)t.code, (int)t.bits, (int)t.lanes);
+    return -1;
   }
+  n = fixed_bits ? snprintf(buf, size, "%s", base) : snprintf(buf, size, "%s%d", base, (int)t.bits);
+  if (n >= 0 && (size_t)n < size && t.lanes != 1) {
+    n += snprintf(buf + n, size - (size_t)n, "x%d", (int)t.lanes);
+  }
+  return n >= 0 && (size_t)n < size ? 0 : -1;
 }
 
 #ifdef __cplusplus

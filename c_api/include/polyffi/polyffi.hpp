@@ -137,8 +137,17 @@ class Any {
     } else if (code == kTVMBytes) {
       auto* b = static_cast<TVMByteArray*>(v.v_handle);
       a.str_.assign(b->data, b->size);
+    } else if (code == kTVMNDArrayHandle) {
+      void* obj = nullptr;
+      try {
+        obj = NDArrayObjectOf(v.v_handle);
+      } catch (...) {
+        TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));  // the reference is ours
+        throw;
+      }
+      a.obj_ = ObjectRef::Adopt(obj);
     } else if (IsObjectCode(code)) {
-      a.obj_ = ObjectRef::Adopt(ObjectHandleOf(v, code));
+      a.obj_ = ObjectRef::Adopt(v.v_handle);
     } else {
       a.value_ = v;
     }
@@ -260,17 +269,24 @@ inline void detail::Pack(TVMValue* v, int* c, const Function& f) {
 
 inline void* Any::NDArrayObjectOf(void* dltensor) {
   // The runtime exposes the mapping through a registered global so this layer needs no layout
-  // knowledge; looked up once.
+  // knowledge; looked up once. There is no fallback: the DLTensor* is not an object handle,
+  // and retaining or freeing it as one would write into the tensor.
   static TVMFunctionHandle f = [] {
     TVMFunctionHandle h = nullptr;
     TVMFuncGetGlobal("runtime.NDArrayObjectHandle", &h);
     return h;
   }();
-  if (dltensor == nullptr || f == nullptr) return dltensor;
+  if (dltensor == nullptr) return nullptr;
+  if (f == nullptr) {
+    throw Error("RuntimeError", "runtime.NDArrayObjectHandle is not registered");
+  }
   TVMValue arg, rv;
-  int code = kTVMDLTensorHandle, rc = kTVMNullptr;
+  int code = kTVMNDArrayHandle, rc = kTVMNullptr;
   arg.v_handle = dltensor;
-  if (TVMFuncCall(f, &arg, &code, 1, &rv, &rc) != 0) return dltensor;
+  CheckCall(TVMFuncCall(f, &arg, &code, 1, &rv, &rc));
+  if (rc != kTVMOpaqueHandle || rv.v_handle == nullptr) {
+    throw Error("RuntimeError", "runtime.NDArrayObjectHandle returned no object handle");
+  }
   return rv.v_handle;
 }
 

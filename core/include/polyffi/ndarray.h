@@ -5,6 +5,8 @@
 #include <polyffi/dlpack_compat.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "polyffi/object.h"
@@ -38,8 +40,25 @@ class NDArrayObj final : public Object {
   DLManagedTensor* producer_ = nullptr;  // from DLPack
 };
 
+/*!
+ * \brief A device's type as the int32 it is on the wire. DLDeviceType is an enum whose values
+ *  foreign producers and C callers may set to anything; loading such a value through the enum
+ *  type is undefined in C++, so the runtime reads the bits instead.
+ */
+inline int32_t DeviceTypeOf(const DLDevice& d) {
+  int32_t v;
+  static_assert(sizeof(d.device_type) == sizeof(v), "DLDeviceType is 32 bits");
+  std::memcpy(&v, &d.device_type, sizeof(v));
+  return v;
+}
+
 /*! \brief Bytes of one element (storage: float16 = 2, bool = 1), lanes included. */
 size_t ElementBytes(DLDataType t);
+/*!
+ * \brief Bytes of a compact tensor of this shape and dtype; ValueError for a negative dimension
+ *  or a size that overflows (or exceeds PTRDIFF_MAX).
+ */
+size_t CheckedBytes(const int64_t* shape, int ndim, DLDataType t);
 /*! \brief Bytes of a tensor's data; ValueError if it is not compact (row-major contiguous). */
 size_t CompactBytes(const DLTensor& t);
 bool IsCompact(const DLTensor& t);

@@ -27,7 +27,7 @@ int ObjectTypeCode(const Object* obj);
 
 /*! \brief Parse "float32", "int8x4", "bool", "handle" into a DLDataType; ValueError if bad. */
 DLDataType ParseDataType(const std::string& s);
-std::string DataTypeString(DLDataType t);
+std::string DataTypeString(DLDataType t);  // ValueError when t has no string form
 
 /*!
  * \brief The return slot of a call; it owns what it holds. Internally object codes hold an

@@ -1,0 +1,340 @@
+// Regressions of defects found by fuzzing (tests/fuzz) and by issue 12's first pass. Each test
+// fails (or, under ASan/UBSan, reports) on the code before its fix.
+#include <polyffi/dtype_string.h>
+
+#include <cmath>
+#include <polyffi/polyffi.hpp>
+
+#include "hardening_util.h"
+
+namespace hardening {
+namespace {
+
+using abitests::Handle;
+using abitests::Int;
+using abitests::Str;
+
+// A kernel library: "copy" copies its first DLTensor argument into its second (equal bytes).
+TVMModuleHandle CopyKernels() {
+  TVMFunctionHandle copy =
+      abitests::MakeFunction([](TVMValue* args, int* codes, int n, TVMRetValueHandle) {
+        if (n != 2 || codes[0] != kTVMDLTensorHandle || codes[1] != kTVMDLTensorHandle) return -1;
+        auto* a = static_cast<DLTensor*>(args[0].v_handle);
+        auto* b = static_cast<DLTensor*>(args[1].v_handle);
+        size_t bytes = (a->dtype.bits * a->dtype.lanes + 7) / 8;
+        for (int i = 0; i < a->ndim; ++i) bytes *= static_cast<size_t>(a->shape[i]);
+        std::memcpy(static_cast<char*>(b->data) + b->byte_offset,
+                    static_cast<char*>(a->data) + a->byte_offset, bytes);
+        return 0;
+      });
+  Global make("runtime.ModuleFromFunctions");
+  Ret r = Call(make.get(), {Str("test.Copy"), Str("copy"), Handle(copy, kTVMPackedFuncHandle)});
+  EXPECT_EQ(r.rc, 0) << r.error;
+  TVMFuncFree(copy);
+  return r.value.v_handle;
+}
+
+// ---- (a) graph JSON: numbers where integers belong -------------------------------------------
+
+std::string CreateError(const std::string& graph) {
+  TVMModuleHandle lib = CopyKernels();
+  Executor ex;
+  int rc = ex.Create(graph, lib);
+  TVMModFree(lib);
+  return rc == 0 ? "" : ex.error();
+}
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(GraphJsonIntegers, FractionsExponentsAndOutOfRangeAreErrors) {
+  const std::string g = OneOpGraph("copy", "[4]");
+  ASSERT_EQ(CreateError(g), "");
+  struct Case {
+    std::string from, to, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           // The issue's reproducer: a dimension of 1e23 was converted to int64 (UB).
+           {"[[4], [4]]", "[[1e23], [4]]",
+            "shape of entry 0 dimension 0 must be an integer, got 9.99"},
+           {"[[4], [4]]", "[[4.5], [4]]", "must be an integer, got 4.5"},
+           {"[[4], [4]]", "[[-1], [4]]", "shape of entry 0 dimension 0 is -1, out of range"},
+           {"[[4], [4]]", "[[18446744073709551615], [4]]", "out of range [0, 9223372036854775807]"},
+           {"[0, 1]]", "[0, 1e30]]", "storage_id entry 1 must be an integer"},
+           {"[[0, 0, 0]]}]", "[[0.5, 0, 0]]}]", "node_id must be an integer, got 0.5"},
+           {"[[0, 0, 0]]}]", "[[4294967296, 0, 0]]}]", "node_id is 4294967296, out of range"},
+           {"\"arg_nodes\": [0]", "\"arg_nodes\": [1e10]", "arg_nodes entry 0 must be an integer"},
+           {"\"arg_nodes\": [0]", "\"arg_nodes\": [-1]", "arg_nodes entry 0 is -1, out of range"},
+           {"[0, 1, 2]", "[0, 1, 4294967298]", "node_row_ptr entry 2 is 4294967298, out of range"},
+           {"\"num_outputs\": \"1\"", "\"num_outputs\": \"99999999999999999999\"",
+            "attr num_outputs must be a non-negative integer (at most 18 digits)"},
+           {"\"num_outputs\": \"1\"", "\"num_outputs\": 1e30",
+            "attr num_outputs must be an integer"},
+           {"\"heads\": [[1, 0, 0]]", "\"heads\": [[1, 2.0, 0]]", "heads index must be an integer"},
+       }) {
+    SCOPED_TRACE(c.to);
+    std::string err = CreateError(Replace(g, c.from, c.to));
+    EXPECT_EQ(abitests::ErrorKind(err), "ValueError") << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+  }
+}
+
+TEST(GraphJsonIntegers, DuplicateAndMissingArgNodesAreErrors) {
+  std::string g = OneOpGraph("copy", "[4]");
+  std::string err = CreateError(Replace(g, "\"arg_nodes\": [0]", "\"arg_nodes\": [0, 0]"));
+  EXPECT_NE(err.find("arg_nodes lists node 0 twice"), std::string::npos) << err;
+  err = CreateError(Replace(g, "\"arg_nodes\": [0]", "\"arg_nodes\": []"));
+  EXPECT_NE(err.find("null node 'x' is not listed in arg_nodes"), std::string::npos) << err;
+}
+
+// Storage for bool (TVM's uint1) was sized by bits: a [100] bool entry got 13 bytes of storage
+// for a view of 100 bytes, and the first kernel writing it overflowed the heap.
+TEST(GraphStorage, BoolTakesOneBytePerElement) {
+  TVMModuleHandle lib = CopyKernels();
+  Executor ex;
+  ASSERT_EQ(ex.Create(OneOpGraph("copy", "[100]", "bool"), lib), 0) << ex.error();
+  TVMModFree(lib);
+  Array in({100}, DLDataType{kDLUInt, 1, 1});
+  std::vector<uint8_t> ones(100, 1);
+  in.SetBytes(ones.data(), ones.size());
+  ASSERT_EQ(ex("set_input", {Str("x"), in.arg()}).rc, 0);
+  Ret run = ex("run");
+  ASSERT_EQ(run.rc, 0) << run.error;
+  Ret out = ex("get_output", {Int(0)});
+  ASSERT_EQ(out.rc, 0) << out.error;
+  Array o(static_cast<TVMArrayHandle>(out.value.v_handle));
+  std::vector<uint8_t> got(100, 0);
+  ASSERT_EQ(TVMArrayCopyToBytes(o.get(), got.data(), got.size()), 0) << abitests::LastError();
+  EXPECT_EQ(got, ones);
+
+  // A params blob holds a bool param as one byte per element too.
+  Executor ex2;
+  TVMModuleHandle lib2 = CopyKernels();
+  ASSERT_EQ(ex2.Create(OneOpGraph("copy", "[3]", "bool"), lib2), 0) << ex2.error();
+  TVMModFree(lib2);
+  Ret load = ex2.LoadParams(ParamsBlob({{"x", {kDLUInt, 1, 1}, {3}, std::string("\1\0\1", 3)}}));
+  EXPECT_EQ(load.rc, 0) << load.error;
+}
+
+TEST(GraphDtypes, OnlyDtypesTheRuntimeAllocates) {
+  for (const char* dtype : {"int4", "float8", "uint2", "handle", "bfloat32"}) {
+    std::string err = CreateError(OneOpGraph("copy", "[4]", dtype));
+    EXPECT_EQ(err, std::string("ValueError: graph JSON: unsupported dtype '") + dtype + "'");
+  }
+  for (const char* dtype :
+       {"bool", "uint1", "int8", "uint64", "float16", "bfloat16", "float32x4"}) {
+    EXPECT_EQ(CreateError(OneOpGraph("copy", "[4]", dtype)), "") << dtype;
+  }
+}
+
+// ---- (b) polyffi.hpp: an NDArray where a typed function takes an Object ----------------------
+
+struct TensorState {
+  void* data;
+  int ndim;
+  int64_t shape0;
+  uint64_t byte_offset;
+  std::vector<float> values;
+};
+TensorState StateOf(const Array& a) {
+  return {a.get()->data, a.get()->ndim, a.get()->shape[0], a.get()->byte_offset, a.Floats()};
+}
+void ExpectSame(const TensorState& x, const TensorState& y) {
+  EXPECT_EQ(x.data, y.data);
+  EXPECT_EQ(x.ndim, y.ndim);
+  EXPECT_EQ(x.shape0, y.shape0);
+  EXPECT_EQ(x.byte_offset, y.byte_offset);
+  EXPECT_EQ(x.values, y.values);
+}
+
+TEST(PolyffiHpp, NDArrayToObjectParameterIsResolvedNotCorrupted) {
+  LoadFixtures();
+  Array nd({3});
+  float v[3] = {1, 2, 3};
+  nd.SetBytes(v, sizeof(v));
+  TensorState before = StateOf(nd);
+  int64_t count = abitests::UseCount(nd.get(), kTVMNDArrayHandle);
+  Global sum("testing.array_sum_ints");  // typed over polyffi::ObjectRef
+  for (int i = 0; i < 3; ++i) {
+    // The fixture receives the NDArray's object and refuses it as "not an Array"; before the
+    // fix it retained the DLTensor* as if it were an object, writing into the tensor.
+    Ret r = Call(sum.get(), {nd.arg()});
+    EXPECT_TRUE(FailsWith(r.rc, "TypeError")) << r.error;
+  }
+  ExpectSame(StateOf(nd), before);
+  EXPECT_EQ(abitests::UseCount(nd.get(), kTVMNDArrayHandle), count);
+}
+
+TEST(PolyffiHpp, ReturnedNDArrayIsOwnedAsItsObject) {
+  LoadFixtures();
+  Array nd({3});
+  float v[3] = {4, 5, 6};
+  nd.SetBytes(v, sizeof(v));
+  TensorState before = StateOf(nd);
+  int64_t count = abitests::UseCount(nd.get(), kTVMNDArrayHandle);
+  {
+    polyffi::Function echo = polyffi::Function::GetGlobalRequired("testing.echo");
+    TVMValue value;
+    value.v_handle = nd.get();
+    int code = kTVMNDArrayHandle;
+    polyffi::Any a = echo.CallPacked(&value, &code, 1);  // Any::FromReturn of an NDArray
+    EXPECT_EQ(a.type_code(), kTVMNDArrayHandle);
+    EXPECT_EQ(abitests::UseCount(nd.get(), kTVMNDArrayHandle), count + 1);
+    // Its object is the NDArray's own object handle.
+    Global obj_of("runtime.NDArrayObjectHandle");
+    Ret o = Call(obj_of.get(), {nd.arg()});
+    ASSERT_EQ(o.rc, 0) << o.error;
+    EXPECT_EQ(a.as_object().get(), o.value.v_handle);
+  }
+  EXPECT_EQ(abitests::UseCount(nd.get(), kTVMNDArrayHandle), count);
+  ExpectSame(StateOf(nd), before);
+}
+
+// ---- (c) dtypes: what prints parses back --------------------------------------------------------
+
+TEST(DtypeStrings, EveryPrintedDtypeParsesBackToItself) {
+  int printed = 0;
+  for (int code = 0; code < 256; ++code) {
+    for (int bits = 0; bits < 256; ++bits) {
+      for (int lanes : {0, 1, 2, 4, 255, 8192, 65535}) {
+        DLDataType t{static_cast<uint8_t>(code), static_cast<uint8_t>(bits),
+                     static_cast<uint16_t>(lanes)};
+        char buf[32];
+        if (PolyffiDataTypeToString(t, buf, sizeof(buf)) != 0) {
+          DLDataType back;
+          ASSERT_NE(PolyffiDataTypeFromString(buf, &back), 0) << buf;  // a description only
+          continue;
+        }
+        ++printed;
+        DLDataType back{};
+        ASSERT_EQ(PolyffiDataTypeFromString(buf, &back), 0) << buf;
+        bool classic_bool = code == kDLUInt && bits == 1;  // the one alias: uint1 -> "bool"
+        DLDataType want = classic_bool ? DLDataType{kDLBool, 8, t.lanes} : t;
+        ASSERT_TRUE(back.code == want.code && back.bits == want.bits && back.lanes == want.lanes)
+            << buf << " from code " << code << " bits " << bits << " lanes " << lanes;
+      }
+    }
+  }
+  // int/uint/float/bfloat x 255 widths (uint1 among them, printed "bool") x 6 lane counts,
+  // + kDLBool 8 bits and handle 64 bits x 6 lane counts.
+  EXPECT_EQ(printed, 4 * 255 * 6 + 2 * 6);
+}
+
+TEST(DtypeStrings, UnprintableDtypeIsAClearError) {
+  LoadFixtures();
+  DLDataType t{45, 2, 8192};  // printed "custom45_2x8192" before, which nothing parsed
+  char buf[32];
+  EXPECT_EQ(PolyffiDataTypeToString(t, buf, sizeof(buf)), -1);
+  EXPECT_STREQ(buf, "<dtype 45:2x8192>");
+  Global to_string("runtime.DLDataType2String");
+  Ret r = Call(to_string.get(), {abitests::DType(45, 2, 8192)});
+  EXPECT_TRUE(
+      FailsWith(r.rc, "ValueError", "dtype (code 45, bits 2, lanes 8192) has no string form"));
+  Global echo("testing.echo");  // a dtype result crosses the ABI as its string
+  r = Call(echo.get(), {abitests::DType(kDLOpaqueHandle, 32, 1)});
+  EXPECT_TRUE(FailsWith(r.rc, "ValueError", "has no string form"));
+  r = Call(echo.get(), {abitests::DType(kDLFloat, 32, 4)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_EQ(r.str, "float32x4");
+}
+
+// ---- NDArray sizes and DLPack import
+// --------------------------------------------------------------
+
+TEST(ArraySizes, OverflowingShapeIsAnError) {
+  int64_t shape[2] = {int64_t{1} << 62, 4};
+  TVMArrayHandle a = nullptr;
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape, 2, kDLFloat, 32, 1, kDLCPU, 0, &a), "ValueError",
+                        "overflows"));
+  int64_t neg[1] = {-3};
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(neg, 1, kDLFloat, 32, 1, kDLCPU, 0, &a), "ValueError",
+                        "negative dimension -3"));
+  EXPECT_TRUE(FailsWith(TVMArrayAlloc(shape + 1, 1, kDLFloat, 32, 1, 1234567, 0, &a), "ValueError",
+                        "device type 1234567"));
+}
+
+struct Producer {
+  DLManagedTensor managed{};
+  std::vector<int64_t> shape;
+  float data[8] = {};
+  int deleted = 0;
+  Producer(std::vector<int64_t> s) : shape(std::move(s)) {
+    DLTensor& t = managed.dl_tensor;
+    t.data = data;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = static_cast<int>(shape.size());
+    t.dtype = DLDataType{kDLFloat, 32, 1};
+    t.shape = shape.data();
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    managed.manager_ctx = this;
+    managed.deleter = [](DLManagedTensor* self) {
+      static_cast<Producer*>(self->manager_ctx)->deleted++;
+    };
+  }
+};
+
+TEST(DLPackImport, InvalidTensorsAreRefusedAndStayWithTheirProducer) {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> shape;
+    void (*mutate)(DLTensor&);
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"negative dim", {2, -1}, [](DLTensor&) {}, "negative dimension -1"},
+           {"overflow", {int64_t{1} << 40, int64_t{1} << 40}, [](DLTensor&) {}, "overflows"},
+           {"device",
+            {2},
+            [](DLTensor& t) { t.device.device_type = kDLCUDA; },
+            "device type 2, but this runtime reads host memory only"},
+           {"zero bits", {2}, [](DLTensor& t) { t.dtype.bits = 0; }, "invalid dtype"},
+           {"zero lanes", {2}, [](DLTensor& t) { t.dtype.lanes = 0; }, "invalid dtype"},
+           {"null data", {2}, [](DLTensor& t) { t.data = nullptr; }, "NULL data"},
+           {"byte_offset",
+            {2},
+            [](DLTensor& t) { t.byte_offset = ~uint64_t{0} - 4; },
+            "byte_offset"},
+       }) {
+    SCOPED_TRACE(c.what);
+    Producer p(c.shape);
+    c.mutate(p.managed.dl_tensor);
+    TVMArrayHandle a = nullptr;
+    EXPECT_TRUE(FailsWith(TVMArrayFromDLPack(&p.managed, &a), "ValueError", c.message));
+    EXPECT_EQ(p.deleted, 0);
+  }
+  // An empty tensor may come without data.
+  Producer empty({0, 3});
+  empty.managed.dl_tensor.data = nullptr;
+  TVMArrayHandle a = nullptr;
+  ASSERT_EQ(TVMArrayFromDLPack(&empty.managed, &a), 0) << abitests::LastError();
+  EXPECT_EQ(TVMArrayFree(a), 0);
+  EXPECT_EQ(empty.deleted, 1);
+}
+
+// ---- Libraries
+// ------------------------------------------------------------------------------------
+
+TEST(Libraries, NoPackedFunctionsFromALibraryWithoutTvmSymbols) {
+  TVMModuleHandle m = LoadLib(LibPath("libpolyffi_test_not_tvm.so"));
+  ASSERT_NE(m, nullptr);
+  for (const char* name : {"not_tvm_add", "fused_add", "__tvm_main__"}) {
+    TVMFunctionHandle f = reinterpret_cast<TVMFunctionHandle>(1);
+    EXPECT_EQ(TVMModGetFunction(m, name, 0, &f), 0) << abitests::LastError();
+    EXPECT_EQ(f, nullptr) << name;  // before: a wrapper that called int(int) as packed
+  }
+  TVMModFree(m);
+  // A TVM-style library still has its functions.
+  TVMModuleHandle dso = LoadLib(LibPath("libpolyffi_test_dso.so"));
+  TVMFunctionHandle f = nullptr;
+  EXPECT_EQ(TVMModGetFunction(dso, "scale_i64", 0, &f), 0);
+  EXPECT_NE(f, nullptr);
+  TVMFuncFree(f);
+  TVMModFree(dso);
+}
+
+}  // namespace
+}  // namespace hardening
