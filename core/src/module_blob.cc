@@ -217,4 +217,30 @@ ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<Mod
   return modules[0];
 }
 
+namespace {
+
+/*! \brief Stands for "_lib" when a blob is read without its library. */
+class DetachedLibrary final : public ModuleObj {
+ public:
+  std::string type_key() const override { return "library"; }
+
+ protected:
+  ObjectPtr<FunctionObj> GetOwnFunction(const std::string&) override { return nullptr; }
+};
+
+}  // namespace
+
+// runtime.ModuleLoadFromBlob(bytes) -> Module: a packed import blob (size prefix included) read
+// on its own, "_lib" being an empty library. The same reader as a loaded library's blob; for
+// blobs kept apart from their library, and for the fuzzer.
+POLYFFI_CORE_GLOBAL("runtime.ModuleLoadFromBlob", [](const Args& args, RetValue* rv) {
+  args.CheckArity(1);
+  if (args.code(0) != kTVMBytes) args.Mismatch(0, "bytes");
+  auto* b = static_cast<TVMByteArray*>(args.value(0).v_handle);
+  if (b == nullptr || (b->data == nullptr && b->size != 0)) {
+    Throw("ValueError", args.fname(), ": bytes value is NULL");
+  }
+  rv->SetObject(LoadModuleBlob(b->data, b->size, MakeObject<DetachedLibrary>(), "blob"));
+});
+
 }  // namespace polyffi

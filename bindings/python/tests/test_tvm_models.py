@@ -114,3 +114,20 @@ def test_te_kernels_match_tvm():
             assert np.array_equal(out, load_tensor(d, case["output"])), case["name"]
     finally:
         polyffi.remove_global_func("polyffi_test.add_one")
+
+
+def test_a_blob_read_on_its_own():
+    """runtime.ModuleLoadFromBlob: the reader a TVM export's __tvm_dev_mblob goes through."""
+    load = polyffi.get_global_func("runtime.ModuleLoadFromBlob")
+    seeds = ROOT / "tests" / "fuzz" / "corpus" / "module_blob"
+    factory = load((seeds / "tvm018_conv_b1.bin").read_bytes())
+    assert factory.type_key == "GraphExecutorFactory"
+    assert [m.type_key for m in factory.imported_modules] == ["library"]
+    io = json.loads((FIXTURES / "conv_b1" / "io.json").read_text())
+    assert sorted(factory["get_graph_params"]().keys()) == io["params"]
+    with pytest.raises(ValueError, match="cycle"):
+        load((seeds / "bad_cycle.bin").read_bytes())
+    with pytest.raises(ValueError, match="no loader for it is registered"):
+        load((seeds / "bad_unknown_key.bin").read_bytes())
+    with pytest.raises(TypeError):
+        load("not bytes")
