@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The demo: build polyffi and the digits model, then classify the held-out digits from C
-# through the graph executor (accuracy, agreement with the training script, latency).
+# The demo: build polyffi and the digits model, then classify the held-out digits from C,
+# Python, a Rust HTTP service, Node.js and the JVM (accuracy, agreement with the training
+# script, latency), including the same model compiled by Apache TVM 0.18.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/ci/install-deps.sh"
@@ -14,5 +15,7 @@ echo
 "$root/ci/demo-python.sh"
 echo
 "$root/ci/demo-rust.sh"
-"$root/ci/demo-java.sh"
+echo
 "$root/ci/demo-node.sh"
+echo
+"$root/ci/demo-java.sh"
