@@ -256,6 +256,8 @@ void SetupEnvState(napi_env env, Instance* inst);
 void InitFunction(Napi::Env env, Napi::Object exports);
 void InitRegistry(Napi::Env env, Napi::Object exports);
 void InitNDArray(Napi::Env env, Napi::Object exports);
+// The dtype of a TypedArray's elements (false for a kind with no DLPack dtype).
+bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out);
 void InitLibrary(Napi::Env env, Napi::Object exports);
 
 // Type-code name for messages ("int", "float", "NDArray", ...).

@@ -86,7 +86,7 @@ static void ViewDeleter(DLManagedTensor* self) {
   delete ctx;
 }
 
-static bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out) {
+bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out) {
   switch (t) {
     case napi_int8_array:
       *out = {kDLInt, 8, 1};

@@ -195,44 +195,6 @@ static bool InstanceOf(napi_env env, napi_value v, napi_ref cls) {
   return cls != nullptr && napi_instanceof(env, v, Get(env, cls), &r) == napi_ok && r;
 }
 
-static bool DTypeOfTypedArray(napi_typedarray_type t, DLDataType* out) {
-  switch (t) {
-    case napi_int8_array:
-      *out = {kDLInt, 8, 1};
-      return true;
-    case napi_uint8_array:
-    case napi_uint8_clamped_array:
-      *out = {kDLUInt, 8, 1};
-      return true;
-    case napi_int16_array:
-      *out = {kDLInt, 16, 1};
-      return true;
-    case napi_uint16_array:
-      *out = {kDLUInt, 16, 1};
-      return true;
-    case napi_int32_array:
-      *out = {kDLInt, 32, 1};
-      return true;
-    case napi_uint32_array:
-      *out = {kDLUInt, 32, 1};
-      return true;
-    case napi_float32_array:
-      *out = {kDLFloat, 32, 1};
-      return true;
-    case napi_float64_array:
-      *out = {kDLFloat, 64, 1};
-      return true;
-    case napi_bigint64_array:
-      *out = {kDLInt, 64, 1};
-      return true;
-    case napi_biguint64_array:
-      *out = {kDLUInt, 64, 1};
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool ArgPack::SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
   napi_typedarray_type type;
   size_t length = 0, offset = 0;
