@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-TARGETS = ["graph_json", "params", "dtype", "args", "dlpack"]
+TARGETS = ["graph_json", "params", "dtype", "args", "dlpack", "module_blob"]
 
 
 def when(text, word):
