@@ -100,12 +100,11 @@ class SectionReader {
   ObjectPtr<FunctionObj> read_;
 };
 
-/*! \brief Calls a function of a module from C++ (arguments as raw values and codes). */
-void CallModuleFunction(ModuleObj* mod, const char* name, TVMValue* values, int* codes, int n,
-                        RetValue* rv) {
+/*! \brief A function of the executor module (AttributeError when it has none). */
+ObjectPtr<FunctionObj> ExecutorFunction(ModuleObj* mod, const char* name) {
   ObjectPtr<FunctionObj> f = mod->GetFunction(name, false);
   if (!f) Throw("AttributeError", "graph executor has no function '", name, "'");
-  f->Call(values, codes, n, rv);
+  return f;
 }
 
 class GraphExecutorFactory final : public ModuleObj {
@@ -192,6 +191,8 @@ class GraphExecutorFactory final : public ModuleObj {
       Throw("TypeError", "tvm.graph_executor.create did not return a module");
     }
     auto* exec = static_cast<ModuleObj*>(obj);
+    ObjectPtr<FunctionObj> input_index = ExecutorFunction(exec, "get_input_index");
+    ObjectPtr<FunctionObj> set_input = ExecutorFunction(exec, "set_input");
     // As TVM's SetParams: every param that names a graph input is copied in; others (folded
     // out of the graph) are skipped. set_input checks each one's shape and dtype.
     for (const auto& [key, arr] : params_) {
@@ -199,11 +200,11 @@ class GraphExecutorFactory final : public ModuleObj {
       int c[2] = {kTVMStr, kTVMNDArrayHandle};
       v[0].v_str = key.c_str();
       RetValue index;
-      CallModuleFunction(exec, "get_input_index", v, c, 1, &index);
+      input_index->Call(v, c, 1, &index);
       if (index.type_code() != kTVMArgInt || index.value().v_int64 < 0) continue;
       v[1].v_handle = arr->handle();
       RetValue ignored;
-      CallModuleFunction(exec, "set_input", v, c, 2, &ignored);
+      set_input->Call(v, c, 2, &ignored);
     }
     *rv = std::move(made);
   }

@@ -5,6 +5,7 @@
 // global). Corrupt packed import blobs (built here from C) fail with errors naming the file.
 #include <gtest/gtest.h>
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dtype_string.h>
 
 #include <cstring>
 #include <fstream>
@@ -34,11 +35,9 @@ std::string LastError() { return TVMGetLastError(); }
 #define ASSERT_OK(call) ASSERT_EQ((call), 0) << LastError()
 
 DLDataType ParseDType(const std::string& s) {
-  if (s == "float32") return {kDLFloat, 32, 1};
-  if (s == "float64") return {kDLFloat, 64, 1};
-  if (s == "int32") return {kDLInt, 32, 1};
-  if (s == "int64") return {kDLInt, 64, 1};
-  throw std::runtime_error("dtype not used by the fixtures: " + s);
+  DLDataType t;
+  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0) throw std::runtime_error("bad dtype " + s);
+  return t;
 }
 
 // An owned CPU array filled from (or compared with) a fixture's raw file.
