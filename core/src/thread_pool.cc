@@ -1,7 +1,15 @@
 // The parallel-launch thread pool: persistent workers, one launch at a time; a nested or
 // concurrent launch runs on the calling thread as a single task (penv->num_task == 1).
+//
+// Tasks are claimed from a shared counter rather than assigned to workers: the launcher runs
+// task 0 and then every task no worker has claimed yet, so a descheduled or sleeping worker
+// costs the launch nothing (on a busy machine waiting for one used to dominate small kernels).
+// Kernels that use TVMBackendParallelBarrier stay correct: a thread claims a new task only
+// after finishing its previous one, so tasks blocked in a barrier each hold a distinct thread,
+// and task 0 cannot pass a barrier before every task has been claimed.
 #include "polyffi/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -26,7 +34,7 @@ struct Job {
   void* cdata = nullptr;
   TVMParallelGroupEnv env{nullptr, 0};
   Barrier barrier;
-  std::atomic<int> pending{0};
+  std::atomic<int> pending{0};  // tasks 1..n-1 not finished yet
   std::atomic<bool> failed{false};
   std::mutex error_mu;
   std::string error;
@@ -43,6 +51,18 @@ void RunTask(Job* job, int task_id) {
     job->error = GetLastError();  // the failing task's thread-local message
   }
 }
+
+/*!
+ * \brief The claim word: launch generation (32 bits), task count (16) and next unclaimed
+ *  task (16). A claim is a compare-exchange on the whole word, so a thread that saw an old
+ *  generation can never take a task of a newer launch, and never touches a finished Job.
+ */
+constexpr uint64_t Pack(uint64_t gen, uint64_t n, uint64_t next) {
+  return (gen << 32) | (n << 16) | next;
+}
+constexpr uint32_t GenOf(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+constexpr int CountOf(uint64_t w) { return static_cast<int>((w >> 16) & 0xffff); }
+constexpr int NextOf(uint64_t w) { return static_cast<int>(w & 0xffff); }
 
 class ThreadPool {
  public:
@@ -62,15 +82,18 @@ class ThreadPool {
     job.env.sync_handle = &job.barrier;
     job.env.num_task = n;
     job.pending.store(n - 1, std::memory_order_relaxed);
+    uint32_t gen;
     {
       // Under the lock so a worker deciding to sleep cannot miss the new generation.
       std::lock_guard<std::mutex> lock(mu_);
       job_.store(&job, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+      gen = GenOf(claim_.load(std::memory_order_relaxed)) + 1;
+      claim_.store(Pack(gen, n, 1), std::memory_order_release);
     }
     if (sleepers_.load(std::memory_order_relaxed) > 0) cv_.notify_all();
     RunTask(&job, 0);
-    // Workers finish quickly for small kernels: spin briefly before blocking.
+    for (int task; (task = Claim(gen)) >= 0;) Finish(&job, task);
+    // Claimed tasks are short for small kernels: spin briefly before blocking.
     if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lock(mu_);
       done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
@@ -86,8 +109,8 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
  private:
-  explicit ThreadPool(int n) : num_threads_(std::max(1, n)) {
-    for (int i = 1; i < num_threads_; ++i) std::thread([this, i] { WorkerLoop(i); }).detach();
+  explicit ThreadPool(int n) : num_threads_(std::clamp(n, 1, 0xffff)) {
+    for (int i = 1; i < num_threads_; ++i) std::thread([this] { WorkerLoop(); }).detach();
   }
 
   static int RunSerial(FTVMParallelLambda flambda, void* cdata) {
@@ -98,6 +121,27 @@ class ThreadPool {
     int rc = flambda(0, &env, cdata);
     if (outer) tls_in_task = false;
     return rc == 0 ? 0 : -1;
+  }
+
+  /*! \brief Take the next unclaimed task of launch gen, or -1 when none is left. */
+  int Claim(uint32_t gen) {
+    uint64_t w = claim_.load(std::memory_order_acquire);
+    while (GenOf(w) == gen && NextOf(w) < CountOf(w)) {
+      if (claim_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        return NextOf(w);
+      }
+    }
+    return -1;
+  }
+
+  /*! \brief Run a claimed task (1..n-1); the last one to finish wakes a blocked launcher. */
+  void Finish(Job* job, int task) {
+    RunTask(job, task);
+    if (job->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_all();
+    }
   }
 
   /*!
@@ -120,28 +164,21 @@ class ThreadPool {
     }
   }
 
-  void WorkerLoop(int worker_id) {
-    uint64_t seen = 0;
+  void WorkerLoop() {
+    uint32_t seen = 0;
     for (;;) {
-      auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+      auto fresh = [&] { return GenOf(claim_.load(std::memory_order_acquire)) != seen; };
       if (!SpinUntil(fresh)) {
         std::unique_lock<std::mutex> lock(mu_);
         sleepers_.fetch_add(1, std::memory_order_relaxed);
         cv_.wait(lock, fresh);
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
-      Job* job;
-      {
-        // The generation and its job are published together under the lock.
-        std::lock_guard<std::mutex> lock(mu_);
-        seen = generation_.load(std::memory_order_relaxed);
-        job = job_.load(std::memory_order_relaxed);
-      }
-      if (job == nullptr || worker_id >= job->env.num_task) continue;
-      RunTask(job, worker_id);
-      if (job->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);
-        done_cv_.notify_all();
+      seen = GenOf(claim_.load(std::memory_order_acquire));
+      // A successful claim of generation seen means its Job is still alive: the launcher
+      // cannot return before this task finishes (it is counted in pending).
+      for (int task; (task = Claim(seen)) >= 0;) {
+        Finish(job_.load(std::memory_order_acquire), task);
       }
     }
   }
@@ -152,7 +189,7 @@ class ThreadPool {
   std::condition_variable cv_;
   std::condition_variable done_cv_;
   std::atomic<Job*> job_{nullptr};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> claim_{0};
   std::atomic<int> sleepers_{0};
 };
 
