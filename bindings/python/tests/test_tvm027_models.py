@@ -292,3 +292,15 @@ def test_virtual_machine_rejects_what_is_not_an_executable():
     assert "forward" in vm
     with pytest.raises(TypeError, match="object"):
         vm["forward"](np.array([[None] * 16], dtype=object))
+
+
+def test_digits_relax_export_classifies_like_the_training_script():
+    """examples/digits' trained MLP compiled by TVM 0.27 (symbolic batch), all held-out digits."""
+    model = ROOT / "examples" / "digits" / "model"
+    x = np.fromfile(model / "test_x.bin", dtype="<f4").reshape(-1, 64)
+    expected = json.loads((model / "expected.json").read_text())["predictions"]
+    vm = polyffi.VirtualMachine(polyffi.load_module(RELAX / "digits.so"), polyffi.cpu())
+    pred = vm["forward"](x).numpy().argmax(axis=1)
+    assert pred.tolist() == expected
+    single = [int(vm["forward"](x[i:i + 1]).numpy().argmax()) for i in range(0, len(x), 37)]
+    assert single == expected[::37]
