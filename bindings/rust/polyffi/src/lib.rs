@@ -18,7 +18,7 @@
 //!
 //! Modules follow the project's layout: [`library`] (version handshake), [`value`]
 //! (conversions), [`function`], [`callback`] (closures), [`registry`] (globals, modules),
-//! [`errors`], [`ndarray`], plus [`graph`] for compiled models.
+//! [`errors`], [`ndarray`], plus [`graph`] and [`vm`] for compiled models.
 
 pub mod callback;
 pub mod errors;
@@ -28,6 +28,7 @@ pub mod library;
 pub mod ndarray;
 pub mod registry;
 pub mod value;
+pub mod vm;
 
 pub use errors::{Error, Result};
 pub use function::Function;
@@ -38,6 +39,7 @@ pub use registry::{list_global_names, register_global, remove_global, Module};
 pub use value::{
     Array, DataType, DataTypeOrString, Device, FromRet, IntoArgs, Map, Object, ToArg, Value,
 };
+pub use vm::{Allocator, Output, VirtualMachine, VmArg, VmFunction};
 
 /// Re-exported for [`import_api!`] and for users of the raw ABI.
 pub use polyffi_sys as sys;
