@@ -155,6 +155,36 @@ export declare class GraphModule {
   [Symbol.dispose](): void;
 }
 
+/** A relax VM argument: NDArrays and TypedArrays (1-D) pass zero-copy when 64-byte aligned. */
+export type VMArg = NDArray | NodeJS.TypedArray | number | bigint | boolean | string | null |
+  Float | Int | VMArg[];
+/** A VM function's result: an NDArray, or an array of results for a relax Tuple. */
+export type VMResult = NDArray | VMResult[] | any;
+
+/** A VM function as a JS function (`vm["forward"]`). */
+export interface VMFunction {
+  (...args: VMArg[]): VMResult;
+  callAsync(...args: VMArg[]): Promise<VMResult>;
+}
+
+/** A relax VM executable (TVM 0.2x's export_library) run by function name. */
+export declare class VirtualMachine {
+  constructor(lib: Module, device?: Device, options?: { allocator?: 'pooled' | 'naive' });
+  /** The VM module (lib's vm_load_executable()). */
+  readonly module: Module;
+  readonly device: Device;
+  invoke(name: string, ...args: VMArg[]): VMResult;
+  invokeAsync(name: string, ...args: VMArg[]): Promise<VMResult>;
+  getFunction(name: string): VMFunction;
+  hasFunction(name: string): boolean;
+  setInput(funcName: string, ...args: VMArg[]): void;
+  invokeStateful(funcName: string): void;
+  getOutputs(funcName: string): VMResult;
+  paramNames(funcName: string): string[];
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
 declare const ffi: {
   version: typeof version; runtimeVersion: typeof runtimeVersion;
   getGlobalFunc: typeof getGlobalFunc; registerFunc: typeof registerFunc;
@@ -167,5 +197,6 @@ declare const ffi: {
   Device: typeof Device; cpu: typeof cpu; DataType: typeof DataType;
   Float: typeof Float; Int: typeof Int; float: typeof float; int: typeof int;
   FFIError: typeof FFIError; GraphModule: typeof GraphModule;
+  VirtualMachine: typeof VirtualMachine;
 };
 export default ffi;

@@ -7,6 +7,7 @@ const { PackedFunc } = require('./function');
 const registry = require('./registry');
 const { NDArray, nd } = require('./ndarray');
 const { GraphModule } = require('./graph');
+const { VirtualMachine } = require('./vm');
 const { version } = require('../package.json');
 
 native.setup({
@@ -50,6 +51,7 @@ module.exports = {
   int: value.int,
   FFIError,
   GraphModule,
+  VirtualMachine,
   /** Numbers out as ffi.Int / ffi.Float boxes (keeps int and float apart); returns the old mode. */
   exactNumbers: (on) => native.setExactNumbers(on),
   /** The address of a handle: equal for the same runtime object. */

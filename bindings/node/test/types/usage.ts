@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit` (npm run typecheck): the public API as a TypeScript user types it.
-import ffi, { FFIError, GraphModule, NDArray, PackedFunc, cpu, nd } from 'polyffi';
+import ffi, { FFIError, GraphModule, NDArray, PackedFunc, VirtualMachine, cpu, nd } from 'polyffi';
 
 const add3: PackedFunc = ffi.getGlobalFunc('testing.add3');
 const n: number = add3(1, 2, ffi.int(3));
@@ -58,4 +58,21 @@ async function inferTvmExport(path: string, x: Float32Array): Promise<Float32Arr
   return gm.getOutput(0, new Float32Array(10));
 }
 
-export { n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer, inferTvmExport };
+// A relax VM executable exported by TVM 0.27.
+async function inferRelax(path: string, x: Float32Array): Promise<NDArray> {
+  const vm = new VirtualMachine(ffi.loadModule(path), cpu());
+  const y: NDArray = vm.invoke('forward', nd.array(x, [1, 16]));
+  y.dispose();
+  const forward = vm.getFunction('forward');
+  const pair = (await forward.callAsync(x, x)) as NDArray[];
+  pair.forEach((a) => a.dispose());
+  vm.setInput('forward', x);
+  vm.invokeStateful('forward');
+  const names: string[] = vm.paramNames('forward');
+  console.log(names, vm.hasFunction('forward'));
+  const out = vm.getOutputs('forward') as NDArray;
+  vm.dispose();
+  return out;
+}
+
+export { inferRelax, n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer, inferTvmExport };
