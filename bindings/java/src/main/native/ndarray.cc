@@ -153,3 +153,13 @@ extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_ndCopyToArray(JNIEnv* 
   env->ReleasePrimitiveArrayCritical(static_cast<jarray>(array), p, 0);
   Check(env, rc);
 }
+
+// Whether the array is compact and its data (data + byte_offset) starts on an alignment-byte
+// boundary: the kernels TVM compiles assume 64-byte-aligned data; VirtualMachine copies the rest.
+extern "C" JNIEXPORT jboolean JNICALL Java_org_polyffi_Native_ndIsAligned(JNIEnv*, jclass, jlong h,
+                                                                          jlong alignment) {
+  DLTensor* t = Tensor(h);
+  if (alignment <= 0 || !Compact(t)) return JNI_FALSE;
+  auto addr = reinterpret_cast<uintptr_t>(t->data) + static_cast<uintptr_t>(t->byte_offset);
+  return addr % static_cast<uintptr_t>(alignment) == 0 ? JNI_TRUE : JNI_FALSE;
+}

@@ -182,6 +182,16 @@ public final class NDArray extends Handle {
     return dst;
   }
 
+  /**
+   * Whether the array is compact and its data starts on an {@code alignment}-byte boundary (the
+   * kernels TVM compiles assume 64; {@link VirtualMachine} copies arrays that are not).
+   */
+  public boolean isAligned(long alignment) {
+    boolean b = Native.ndIsAligned(handle(), alignment);
+    Reference.reachabilityFence(this);
+    return b;
+  }
+
   @Override
   public NDArray retain() {
     return new NDArray(Native.retain(typeCode(), handle()), Values.NDARRAY, true);

@@ -95,6 +95,8 @@ final class Native {
 
   static native long ndByteSize(long nd);
 
+  static native boolean ndIsAligned(long nd, long alignment);
+
   // value
   static native int dtypeParse(String s);
 
