@@ -560,6 +560,15 @@ void SetRaised(const char* kind, std::string message) {
   r.message = std::move(message);
 }
 
+bool TakeRaised(std::string* kind, std::string* message) {
+  Raised& r = RaisedSlot();
+  if (!r.set) return false;
+  r.set = false;
+  *kind = std::move(r.kind);
+  *message = std::move(r.message);
+  return true;
+}
+
 ObjectPtr<FunctionObj> WrapKernel(void* faddr, ObjectPtr<ModuleObj> owner, std::string name) {
   return MakeObject<KernelFunction>(reinterpret_cast<SafeCall>(faddr), std::move(owner),
                                     std::move(name));

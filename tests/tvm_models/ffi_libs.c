@@ -33,6 +33,31 @@ EXPORT int32_t __tvm_ffi_lookup(void* self, const Any* args, int32_t n, Any* res
 }
 #endif
 
+#if defined(FFI_LIB_PARALLEL_RAISE)
+/* A parallel loop whose last task raises (on a pool thread when there are several): the error
+ * must reach the caller of the kernel, not stay on the worker. */
+typedef struct {
+  void* sync;
+  int32_t num_task;
+} Env;
+typedef int (*Lambda)(int task_id, Env* env, void* cdata);
+EXPORT __attribute__((weak)) int (*__TVMBackendParallelLaunch)(Lambda, void*, int) = 0;
+extern void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** parts, int32_t n);
+
+static int Task(int task_id, Env* env, void* cdata) {
+  (void)cdata;
+  if (task_id != env->num_task - 1) return 0;
+  const char* parts[3] = {"task ", task_id == 0 ? "0" : "N", " refused"};
+  TVMFFIErrorSetRaisedFromCStrParts("ValueError", parts, 3);
+  return -1;
+}
+
+EXPORT int32_t __tvm_ffi_parallel_raise(void* self, const Any* args, int32_t n, Any* result) {
+  (void)self, (void)args, (void)n, (void)result;
+  return __TVMBackendParallelLaunch(Task, 0, 0) == 0 ? 0 : -1;
+}
+#endif
+
 /* ---- __tvm_ffi__library_bin variants ------------------------------------------------------ */
 /* Little-endian u64s written as 8 bytes each. */
 #define U64(x)                                                   \

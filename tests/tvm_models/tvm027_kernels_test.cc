@@ -421,6 +421,17 @@ TEST(Tvm027Loader, RefusesAnImportItDoesNotProvide) {
   EXPECT_NE(err.find("TVMFFIFunctionGetGlobal"), std::string::npos) << err;
 }
 
+// A task of a parallel loop raising on a pool thread: the kernel's caller gets the error.
+TEST(Tvm027Loader, ErrorRaisedInAParallelTaskReachesTheCaller) {
+  Module lib(kLibDir + "/libffi_parallel_raise.so");
+  TVMFunctionHandle f = lib.Get("parallel_raise");
+  ASSERT_NE(f, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    std::string err = Call(f, {});
+    EXPECT_TRUE(err == "ValueError: task N refused" || err == "ValueError: task 0 refused") << err;
+  }
+}
+
 // polyffi_test.echo modules: the loader receives exactly one argument, the bytes.
 int EchoLoader(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
   if (n != 1 || codes[0] != kTVMBytes) {
