@@ -356,6 +356,12 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
           check_reg(pc, in.a, true, "result");
           break;
         case Opcode::kGoto:
+          // TVM emits only forward jumps (relax has no loops; repetition is recursion, which
+          // the VM bounds): a backward or zero jump could only make the VM spin forever.
+          if (in.a <= 0) {
+            Corrupt(who + " instruction " + std::to_string(pc) + " jumps by " +
+                    std::to_string(in.a) + " (only forward jumps are valid)");
+          }
           check_target(pc, in.a);
           break;
         case Opcode::kIf:
