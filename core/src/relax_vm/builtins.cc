@@ -109,8 +109,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
   }
   const int ctx = static_cast<int>(3 + size * 2);
   if (ndim != size) {
-    Throw("RuntimeError", ErrorContext(args, ctx), " match_cast shape size mismatch: expected ",
-          size, " dimensions but got ", ndim, " (shape ", ShapeString(shape, ndim), ")");
+    Throw("RuntimeError", ErrorContext(args, ctx), " match_cast shape size mismatch. Expected ",
+          size, " dimensions but got ", ndim, " (input shape ", ShapeString(shape, ndim), ")");
   }
   for (int64_t i = 0; i < size; ++i) {
     int64_t code = args.Int(static_cast<int>(3 + i * 2));
@@ -119,8 +119,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
       case 0:
         if (shape[i] != reg) {
           Throw("RuntimeError", ErrorContext(args, ctx), " match_cast error,  shape[", i,
-                "] mismatch to specified constant: expected ", reg, " but got ", shape[i],
-                " (shape ", ShapeString(shape, ndim), ")");
+                "] mismatch to specified constant. Expected ", reg, " but got ", shape[i],
+                " (input shape ", ShapeString(shape, ndim), ")");
         }
         break;
       case 1:
@@ -164,7 +164,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_prim_value", [](const Args& args, RetValue
     case 3:
       if (value != heap.At(reg, args.fname())) {
         Throw("RuntimeError", ctx, " match_cast error,  PrimExpr mismatch to a previous populated",
-              " value: expected ", heap.At(reg, args.fname()), " but got ", value);
+              " value. Expected ", heap.At(reg, args.fname()), " but got ", value);
       }
       break;
     default:
