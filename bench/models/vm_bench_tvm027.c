@@ -20,10 +20,9 @@ static void check(int rc, const char* what) {
   TVMFFIObjectHandle err = NULL;
   TVMFFIErrorMoveFromRaised(&err);
   if (err == NULL) bench_fail(what, "failed without an error");
-  const TVMFFIErrorCell* cell =
-      (const TVMFFIErrorCell*)((const char*)err + sizeof(TVMFFIObject));
-  fprintf(stderr, "vm_bench_tvm027: %s: %.*s: %.*s\n", what, (int)cell->kind.size,
-          cell->kind.data, (int)cell->message.size, cell->message.data);
+  const TVMFFIErrorCell* cell = (const TVMFFIErrorCell*)((const char*)err + sizeof(TVMFFIObject));
+  fprintf(stderr, "vm_bench_tvm027: %s: %.*s: %.*s\n", what, (int)cell->kind.size, cell->kind.data,
+          (int)cell->message.size, cell->message.data);
   exit(1);
 }
 
@@ -74,9 +73,7 @@ static TVMFFIObjectHandle mod_func(TVMFFIObjectHandle mod, const char* name) {
   return r.v_obj;
 }
 
-static DLTensor* dl(TVMFFIObjectHandle t) {
-  return (DLTensor*)((char*)t + sizeof(TVMFFIObject));
-}
+static DLTensor* dl(TVMFFIObjectHandle t) { return (DLTensor*)((char*)t + sizeof(TVMFFIObject)); }
 
 static void free_managed(DLManagedTensor* m) {
   free(m->dl_tensor.data);
