@@ -53,7 +53,10 @@ def _convert_arg(value: Any, device: Device) -> Any:
     if _np is not None and isinstance(value, _np.ndarray):
         if (value.flags.c_contiguous and value.ctypes.data % _ALIGN == 0
                 and device.device_type == 1 and value.dtype.byteorder in "=|"):
-            return _core.nd_from_dlpack(value)  # zero-copy: the NDArray keeps value alive
+            try:
+                return _core.nd_from_dlpack(value)  # zero-copy: the NDArray keeps value alive
+            except BufferError:  # e.g. a read-only array, which DLPack cannot export
+                pass
         if value.dtype == object:
             raise TypeError("VirtualMachine: numpy arrays of dtype object cannot be passed")
         return _aligned_copy(value, device)

@@ -191,6 +191,10 @@ def test_relax_model_matches_tvm(name, batch):
     check_result(name, run, vm["forward"](*[aligned(x) for x in inputs]))  # zero-copy
     check_result(name, run, vm.invoke("forward", *[polyffi.nd.array(x) for x in inputs]))
     check_result(name, run, vm["forward"](*[aligned(x, 4) for x in inputs]))  # misaligned
+    readonly = [aligned(x) for x in inputs]
+    for x in readonly:
+        x.flags.writeable = False
+    check_result(name, run, vm["forward"](*readonly))
 
 
 @pytest.mark.parametrize("name", MODELS)
