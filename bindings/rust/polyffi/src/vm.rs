@@ -524,3 +524,71 @@ impl VirtualMachine {
         self.device
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DataType;
+
+    fn staged_ptr(s: &Staged<'_>) -> *mut c_void {
+        match &s.0 {
+            StagedKind::Array(a) => a.data_ptr(),
+            StagedKind::Temp(a) => a.data_ptr(),
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// A slice of 16 floats starting `offset` bytes past a 64-byte boundary.
+    fn floats_at(storage: &mut [f32], offset: usize) -> &mut [f32] {
+        let skip = (64 - storage.as_ptr() as usize % 64) % 64 + offset;
+        assert_eq!(skip % 4, 0);
+        let s = &mut storage[skip / 4..skip / 4 + 16];
+        for (i, x) in s.iter_mut().enumerate() {
+            *x = i as f32;
+        }
+        s
+    }
+
+    #[test]
+    fn aligned_host_memory_passes_zero_copy_and_the_rest_is_copied_aligned() {
+        let mut storage = vec![0f32; 64];
+        let shape = [2i64, 8];
+        for offset in [0usize, 4, 16, 32] {
+            let data: &[f32] = floats_at(&mut storage, offset);
+            let ptr = data.as_ptr() as *mut c_void;
+            let slice_arg = (data, &shape[..]);
+            let view_arg = ndarray::ArrayView2::from_shape((2, 8), data).unwrap();
+            let views: [Staged<'_>; 2] = [slice_arg.stage().unwrap(), view_arg.stage().unwrap()];
+            for staged in &views {
+                let p = staged_ptr(staged);
+                assert_eq!(
+                    p == ptr,
+                    offset == 0,
+                    "offset {offset}: zero-copy iff aligned"
+                );
+                assert!(
+                    is_aligned(p),
+                    "offset {offset}: what reaches the VM is aligned"
+                );
+                let (v, code) = staged.raw();
+                // SAFETY: a staged tensor argument is a live DLTensor*.
+                let t = unsafe { &*(v.v_handle as *const sys::DLTensor) };
+                assert_eq!(unsafe { std::slice::from_raw_parts(t.shape, 2) }, &shape);
+                let copy = unsafe { std::slice::from_raw_parts(t.data as *const f32, 16) };
+                assert_eq!(copy, data, "offset {offset}: same values");
+                assert!(code == crate::value::DLTENSOR || code == crate::value::NDARRAY);
+            }
+        }
+        // A runtime array (aligned) passes as itself; a misaligned borrowed view is copied.
+        let a = NDArray::from_slice(&[1f32; 16], &[16]).unwrap();
+        assert_eq!(staged_ptr(&a.stage().unwrap()), a.data_ptr());
+        let data: &[f32] = floats_at(&mut storage, 4);
+        // SAFETY: `data` outlives the view.
+        let view = unsafe { host_view(data.as_ptr() as *const c_void, &[16], DataType::FLOAT32) };
+        let staged = view.stage().unwrap();
+        assert_ne!(staged_ptr(&staged), view.data_ptr());
+        assert!(is_aligned(staged_ptr(&staged)));
+        // Scalars and other values pass as they are.
+        assert_eq!(2.5f64.stage().unwrap().raw().1, crate::value::FLOAT);
+    }
+}
