@@ -230,4 +230,5 @@ class VirtualMachine {
   }
 }
 
-module.exports = { VirtualMachine, KERNEL_ALIGNMENT };
+// stage is exported for the binding's own tests (not part of the public API).
+module.exports = { VirtualMachine, KERNEL_ALIGNMENT, stage };

@@ -239,7 +239,8 @@ public final class VirtualMachine implements AutoCloseable {
     }
   }
 
-  private static Object stage(Object a, List<NDArray> temps) {
+  /** The value passed for a; arrays made for the call go to temps (closed after it). */
+  static Object stage(Object a, List<NDArray> temps) {
     if (a instanceof NDArray) {
       NDArray arr = (NDArray) a;
       if (arr.device().type() != Device.CPU || arr.isAligned(KERNEL_ALIGNMENT)) return arr;
