@@ -21,11 +21,10 @@
 //! compiles assume 64-byte-aligned buffers without checking. Results are [`Output`]s: a tensor,
 //! or a tuple of outputs for a relax Tuple. A result holds its own storage, so it stays valid
 //! after the next call.
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::marker::PhantomData;
 use std::os::raw::c_int;
+use std::sync::Mutex;
 
 use polyffi_sys as sys;
 use sys::TVMValue;
@@ -365,14 +364,14 @@ impl VmFunction {
 }
 
 /// A relax VM over an executable: `lib["vm_load_executable"]()`, then `vm_initialization` as
-/// TVM's `relax.VirtualMachine` calls it. Not shared between threads (`!Sync`): make one per
-/// thread from the same library.
+/// TVM's `relax.VirtualMachine` calls it. `Send + Sync`: calls from several threads are
+/// serialized by the VM (one runs at a time); for parallel inference make one VM per thread from
+/// the same library.
 #[derive(Debug)]
 pub struct VirtualMachine {
     module: Module,
     device: Device,
-    functions: RefCell<HashMap<String, VmFunction>>,
-    _not_sync: PhantomData<std::cell::Cell<()>>,
+    functions: Mutex<HashMap<String, VmFunction>>,
 }
 
 impl VirtualMachine {
@@ -420,15 +419,14 @@ impl VirtualMachine {
         Ok(VirtualMachine {
             module,
             device,
-            functions: RefCell::new(HashMap::new()),
-            _not_sync: PhantomData,
+            functions: Mutex::new(HashMap::new()),
         })
     }
 
     /// The VM function `name` (looked up once); AttributeError naming it when the executable
     /// has none.
     pub fn function(&self, name: &str) -> Result<VmFunction> {
-        if let Some(f) = self.functions.borrow().get(name) {
+        if let Some(f) = self.cache().get(name) {
             return Ok(f.clone());
         }
         let function = self.module.get_function(name, false)?.ok_or_else(|| {
@@ -441,16 +439,18 @@ impl VirtualMachine {
             name: name.to_string(),
             function,
         };
-        self.functions
-            .borrow_mut()
-            .insert(name.to_string(), f.clone());
+        self.cache().insert(name.to_string(), f.clone());
         Ok(f)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, VmFunction>> {
+        // The map stays consistent even if a holder panicked (inserts are single calls).
+        self.functions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether the executable has a function `name`.
     pub fn has_function(&self, name: &str) -> Result<bool> {
-        Ok(self.functions.borrow().contains_key(name)
-            || self.module.get_function(name, false)?.is_some())
+        Ok(self.cache().contains_key(name) || self.module.get_function(name, false)?.is_some())
     }
 
     /// Runs the VM function `name` on `args`: `vm.invoke("forward", &[&x, &w])`.

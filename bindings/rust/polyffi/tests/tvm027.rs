@@ -650,6 +650,34 @@ fn dynamic_batch_runs_every_batch_size_on_one_vm() {
 }
 
 #[test]
+fn one_vm_shared_by_threads_gives_every_thread_tvms_outputs() {
+    fn check<T: Send + Sync>() {}
+    check::<VirtualMachine>();
+    let io = model_io("dyn_batch");
+    let (_lib, vm) = load_vm("dyn_batch", &io["runs"][0]);
+    let vm = Arc::new(vm);
+    let threads: Vec<_> = [1i64, 7, 64, 7]
+        .into_iter()
+        .map(|batch| {
+            let vm = vm.clone();
+            let run = run_of(&io, batch);
+            std::thread::spawn(move || {
+                let ins = inputs("dyn_batch", &run);
+                let x = NDArray::from_bytes(&ins[0].0, &shape_of(&ins[0].1), DataType::FLOAT32)
+                    .unwrap();
+                for _ in 0..20 {
+                    let out = vm.invoke("forward", &[&x]).unwrap();
+                    check_result("dyn_batch", &run, out, "shared across threads");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
 fn naive_allocator_gives_the_same_outputs() {
     let io = model_io("conv");
     let run = run_of(&io, 16);

@@ -31,7 +31,8 @@ import java.util.concurrent.ForkJoinPool;
  * Function#call}. Results: an {@link NDArray}, or a {@code List} of results for a relax Tuple (the
  * caller closes the arrays). A result holds its own storage, so it stays valid after the next call.
  *
- * <p>Not thread-safe: use one per thread (each made from the same library has its own state).
+ * <p>Calls from several threads are safe and run one at a time (the VM's own lock); for parallel
+ * inference use one VM per thread (each made from the same library has its own state).
  */
 public final class VirtualMachine implements AutoCloseable {
   /** The alignment TVM's compiled kernels assume of every tensor's data. */

@@ -15,6 +15,7 @@ import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -564,6 +565,44 @@ class Tvm027ModelsTest {
             kept.add(new Object[] {run, y});
           }
           for (Object[] k : kept) checkResult("dyn_batch", (JsonNode) k[0], k[1], "kept");
+        });
+  }
+
+  @Test
+  void oneVmSharedByThreadsGivesEveryThreadTvmsOutputs() throws Exception {
+    JsonNode io = modelIo("dyn_batch");
+    withVm(
+        io.get("runs").get(0),
+        (vm, lib) -> {
+          java.util.concurrent.ExecutorService pool =
+              java.util.concurrent.Executors.newFixedThreadPool(4);
+          List<CompletableFuture<Void>> all = new ArrayList<>();
+          for (int batch : new int[] {1, 7, 64, 7}) {
+            JsonNode run = null;
+            for (JsonNode r : io.get("runs")) if (r.get("batch").asInt() == batch) run = r;
+            JsonNode theRun = run;
+            all.add(
+                CompletableFuture.runAsync(
+                    () -> {
+                      List<NDArray> owned = new ArrayList<>();
+                      try {
+                        Object[] args = inputs("dyn_batch", theRun, 0, owned);
+                        for (int i = 0; i < 20; i++) {
+                          checkResult("dyn_batch", theRun, vm.invoke("forward", args), "threads");
+                        }
+                      } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                      } finally {
+                        closeArrays(owned);
+                      }
+                    },
+                    pool));
+          }
+          try {
+            CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).join();
+          } finally {
+            pool.shutdown();
+          }
         });
   }
 
