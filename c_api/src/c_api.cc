@@ -14,6 +14,7 @@
 #include "polyffi/ndarray.h"
 #include "polyffi/registry.h"
 #include "polyffi/thread_pool.h"
+#include "polyffi/tvm_ffi_abi.h"
 
 namespace polyffi {
 TVMByteArray* ThreadLocalReturnBytes();
@@ -98,6 +99,25 @@ int TVMAPIGetVersion(int* major, int* minor, int* patch) {
 void TVMAPISetLastError(const char* msg) { SetLastError(msg ? msg : ""); }
 
 const char* TVMGetLastError(void) { return GetLastError().c_str(); }
+
+void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** parts, int32_t nparts) {
+  try {
+    std::string message;
+    for (int32_t i = 0; parts != nullptr && i < nparts; ++i) {
+      if (parts[i] != nullptr) message += parts[i];
+    }
+    tvmffi::SetRaised(kind, std::move(message));
+  } catch (...) {  // out of memory building the message: keep what can be kept
+    try {
+      tvmffi::SetRaised("RuntimeError", "out of memory raising an error");
+    } catch (...) {
+    }
+  }
+}
+
+void TVMFFIErrorSetRaisedFromCStr(const char* kind, const char* message) {
+  TVMFFIErrorSetRaisedFromCStrParts(kind, &message, 1);
+}
 
 // ---- Functions ----
 

@@ -17,6 +17,7 @@
 #include "polyffi/error.h"
 #include "polyffi/module.h"
 #include "polyffi/registry.h"
+#include "polyffi/tvm_ffi_abi.h"
 
 namespace polyffi {
 namespace {
@@ -45,33 +46,44 @@ class LibraryModule final : public ModuleObj {
   std::string type_key() const override { return "library"; }
 
   /*!
-   * \brief The packed import blob TVM's export_library embeds, with its extent: the symbol's
-   *  ELF size bounds every read (null when the library has none).
+   * \brief An embedded blob (`__tvm_dev_mblob`, `__tvm_ffi__library_bin`) with its extent: the
+   *  symbol's ELF size bounds every read (null when the library has none).
    */
-  const char* ModuleBlob(size_t* size) const {
-    void* p = OwnSymbol("__tvm_dev_mblob");
+  const char* EmbeddedBlob(const char* name, size_t* size) const {
+    void* p = OwnSymbol(name);
     if (p == nullptr) return nullptr;
     Dl_info info;
     ElfW(Sym)* sym = nullptr;
     if (dladdr1(p, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) == 0 || sym == nullptr) {
-      Throw("ValueError", path_, ": cannot find the extent of its __tvm_dev_mblob");
+      Throw("ValueError", path_, ": cannot find the extent of its ", name);
     }
     *size = sym->st_size;
     return static_cast<const char*>(p);
   }
   const std::string& path() const { return path_; }
 
-  /*! \brief Fill __tvm_module_ctx and the function-pointer slots the library declares. */
-  void InitSlots() {
+  /*!
+   * \brief Fill the context slots the library declares: __tvm_module_ctx (classic) or
+   *  __tvm_ffi__library_ctx (tvm-ffi) with this module, and the function-pointer slots.
+   *  ffi: the library exports `__tvm_ffi_` symbols (from its symbol table, read before).
+   */
+  void InitSlots(bool ffi) {
+    ffi_library_ = ffi || OwnSymbol("__tvm_ffi__library_ctx") != nullptr ||
+                   OwnSymbol("__tvm_ffi_main") != nullptr ||
+                   OwnSymbol("__tvm_ffi__library_bin") != nullptr;
     if (void* ctx = OwnSymbol("__tvm_module_ctx")) {
       *static_cast<void**>(ctx) = this;
       tvm_library_ = true;
     }
+    if (void* ctx = OwnSymbol("__tvm_ffi__library_ctx")) *static_cast<void**>(ctx) = this;
     for (const Slot& slot : kSlots) {
       if (void* p = OwnSymbol(slot.name)) {
         *static_cast<void**>(p) = slot.value;
         tvm_library_ = true;
       }
+    }
+    for (const tvmffi::ContextSlot* slot = tvmffi::kContextSlots; slot->name; ++slot) {
+      if (void* p = OwnSymbol(slot->name)) *static_cast<void**>(p) = slot->value;
     }
     if (OwnSymbol("__tvm_main__") != nullptr || OwnSymbol("__tvm_dev_mblob") != nullptr) {
       tvm_library_ = true;
@@ -80,10 +92,19 @@ class LibraryModule final : public ModuleObj {
 
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    // tvm-ffi ABI (TVM >= 0.20): m[name] is `__tvm_ffi_<name>`, so m["main"] is the weak
+    // `__tvm_ffi_main` of a single-function library.
+    static const std::string kFfiPrefix = "__tvm_ffi_";
+    if (void* f = OwnSymbol((kFfiPrefix + name).c_str())) {
+      return tvmffi::WrapKernel(f, ObjectPtr<ModuleObj>::Borrow(this), name);
+    }
     // A library with none of the symbols a TVM-built library carries (a C++ plugin that only
     // registers globals, or a library built for something else entirely) has no packed
-    // functions: calling one of its symbols with the packed signature would be undefined.
-    if (!tvm_library_) return nullptr;
+    // functions: calling one of its symbols with the packed signature would be undefined. The
+    // same holds for every other symbol of a tvm-ffi library (its fp16 helpers, its slots).
+    if (!tvm_library_ || ffi_library_ || name.compare(0, kFfiPrefix.size(), kFfiPrefix) == 0) {
+      return nullptr;
+    }
     std::string target = name;
     if (name == "__tvm_main__") {
       auto* entry = static_cast<const char*>(OwnSymbol("__tvm_main__"));
@@ -111,6 +132,7 @@ class LibraryModule final : public ModuleObj {
   std::string path_;
   std::string loaded_name_;
   bool tvm_library_ = false;  // it declares __tvm_module_ctx, __tvm_main__ or a __TVM* slot
+  bool ffi_library_ = false;  // it exports tvm-ffi ABI functions (`__tvm_ffi_<name>`)
 };
 
 /*!
@@ -153,20 +175,128 @@ void CheckElfExtents(const std::string& path, const std::string& bytes) {
   }
 }
 
-void CheckElfFile(const std::string& path) {
+/*! \brief What the loader needs of a library's dynamic symbol table, read from its file. */
+struct DynamicSymbols {
+  bool known = false;                 // the file has a .dynsym section we could read
+  std::vector<std::string> defined;   // defined symbols
+  std::vector<std::string> data;      // defined data objects (where slots live)
+  std::vector<std::string> imported;  // undefined, non-weak symbols
+};
+
+/*!
+ * \brief Read .dynsym (located through the section headers, which CheckElfExtents found within
+ *  the file). Every offset and name is bounds-checked: anything odd leaves the table unknown,
+ *  and the loader then relies on dlsym alone.
+ */
+template <typename Ehdr, typename Shdr, typename Sym, unsigned char (*kType)(unsigned char),
+          unsigned char (*kBind)(unsigned char)>
+DynamicSymbols ReadDynamicSymbols(const std::string& bytes) {
+  DynamicSymbols out;
+  const uint64_t size = bytes.size();
+  Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof(eh));
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Shdr)) return out;
+  if (eh.e_shoff > size || uint64_t{eh.e_shnum} * sizeof(Shdr) > size - eh.e_shoff) return out;
+  auto section = [&](uint64_t i) {
+    Shdr sh;
+    std::memcpy(&sh, bytes.data() + eh.e_shoff + i * sizeof(Shdr), sizeof(sh));
+    return sh;
+  };
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Shdr sym_sh = section(i);
+    if (sym_sh.sh_type != SHT_DYNSYM) continue;
+    if (sym_sh.sh_entsize != sizeof(Sym) || sym_sh.sh_link >= eh.e_shnum) return out;
+    Shdr str_sh = section(sym_sh.sh_link);
+    if (sym_sh.sh_offset > size || sym_sh.sh_size > size - sym_sh.sh_offset) return out;
+    if (str_sh.sh_offset > size || str_sh.sh_size > size - str_sh.sh_offset) return out;
+    const char* strtab = bytes.data() + str_sh.sh_offset;
+    uint64_t strsz = str_sh.sh_size;
+    for (uint64_t k = 1; k < sym_sh.sh_size / sizeof(Sym); ++k) {  // entry 0 is the null symbol
+      Sym sym;
+      std::memcpy(&sym, bytes.data() + sym_sh.sh_offset + k * sizeof(Sym), sizeof(sym));
+      if (sym.st_name >= strsz) continue;
+      const char* name = strtab + sym.st_name;
+      const void* nul = std::memchr(name, '\0', strsz - sym.st_name);
+      if (nul == nullptr) continue;
+      std::string n(name, static_cast<const char*>(nul) - name);
+      if (sym.st_shndx == SHN_UNDEF) {
+        if (kBind(sym.st_info) != STB_WEAK) out.imported.push_back(std::move(n));
+      } else {
+        if (kType(sym.st_info) == STT_OBJECT) out.data.push_back(n);
+        out.defined.push_back(std::move(n));
+      }
+    }
+    out.known = true;
+    return out;
+  }
+  return out;
+}
+
+unsigned char Elf64Type(unsigned char info) { return ELF64_ST_TYPE(info); }
+unsigned char Elf64Bind(unsigned char info) { return ELF64_ST_BIND(info); }
+unsigned char Elf32Type(unsigned char info) { return ELF32_ST_TYPE(info); }
+unsigned char Elf32Bind(unsigned char info) { return ELF32_ST_BIND(info); }
+
+/*!
+ * \brief Check an ELF file before dlopen sees it (extents), and read its dynamic symbols.
+ *  Files that are not ELF give an unknown table and are left to dlopen.
+ */
+DynamicSymbols CheckElfFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return;  // dlopen reports what is wrong
+  if (!f) return {};  // dlopen reports what is wrong
   std::string head(EI_NIDENT, '\0');
-  if (!f.read(&head[0], EI_NIDENT) || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0) return;
+  if (!f.read(&head[0], EI_NIDENT) || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0) return {};
   f.seekg(0, std::ios::end);
   std::string bytes(static_cast<size_t>(f.tellg()), '\0');
   f.seekg(0);
   f.read(&bytes[0], static_cast<std::streamsize>(bytes.size()));
   if (head[EI_CLASS] == ELFCLASS64) {
     CheckElfExtents<Elf64_Ehdr, Elf64_Phdr>(path, bytes);
-  } else if (head[EI_CLASS] == ELFCLASS32) {
-    CheckElfExtents<Elf32_Ehdr, Elf32_Phdr>(path, bytes);
+    return ReadDynamicSymbols<Elf64_Ehdr, Elf64_Shdr, Elf64_Sym, Elf64Type, Elf64Bind>(bytes);
   }
+  if (head[EI_CLASS] == ELFCLASS32) {
+    CheckElfExtents<Elf32_Ehdr, Elf32_Phdr>(path, bytes);
+    return ReadDynamicSymbols<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym, Elf32Type, Elf32Bind>(bytes);
+  }
+  return {};
+}
+
+bool StartsWith(const std::string& s, const char* prefix) {
+  return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+/*!
+ * \brief Refuse, before it is opened, a library that needs what polyffi cannot give: a
+ *  context slot we do not fill would be a NULL call inside a kernel, and an imported tvm-ffi
+ *  function we do not define would fail at load with a less helpful message. Returns whether
+ *  it is a tvm-ffi ABI library.
+ */
+bool CheckLibraryNeeds(const std::string& path, const DynamicSymbols& syms) {
+  if (!syms.known) return false;
+  for (const std::string& name : syms.data) {
+    if (!StartsWith(name, "__TVM")) continue;
+    bool known = false;
+    for (const Slot& slot : kSlots) known = known || name == slot.name;
+    for (const tvmffi::ContextSlot* slot = tvmffi::kContextSlots; slot->name; ++slot) {
+      known = known || name == slot->name;
+    }
+    if (!known) {
+      Throw("RuntimeError", "cannot load library '", path, "': it has the context slot '", name,
+            "', which polyffi cannot fill (calling through it would crash)");
+    }
+  }
+  bool ffi = false;
+  for (const std::string& name : syms.imported) {
+    if (!StartsWith(name, "TVMFFI")) continue;
+    ffi = true;
+    if (name != "TVMFFIErrorSetRaisedFromCStrParts" && name != "TVMFFIErrorSetRaisedFromCStr") {
+      Throw("RuntimeError", "cannot load library '", path, "': it imports '", name,
+            "' from a tvm-ffi runtime; polyffi provides only TVMFFIErrorSetRaisedFromCStrParts "
+            "and TVMFFIErrorSetRaisedFromCStr to tvm-ffi ABI libraries");
+    }
+  }
+  for (const std::string& name : syms.defined) ffi = ffi || StartsWith(name, "__tvm_ffi_");
+  return ffi;
 }
 
 /*!
@@ -177,10 +307,15 @@ ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
   static std::mutex* mu = new std::mutex();
   struct Loaded {
     ObjectPtr<LibraryModule> lib;
-    ObjectPtr<ModuleObj> root;  // lib itself, or the root of its packed import blob
+    ObjectPtr<ModuleObj> root;  // lib itself, or the root of its embedded module tree
   };
   static auto* loaded = new std::unordered_map<void*, Loaded>();
-  CheckElfFile(path);
+  DynamicSymbols syms = CheckElfFile(path);
+  bool ffi = CheckLibraryNeeds(path, syms);
+  // A tvm-ffi library imports TVMFFIErrorSetRaisedFromCStrParts without naming a library: it
+  // resolves only from the global scope, where libpolyffi may not be (loaded RTLD_LOCAL by a
+  // Python extension, a Node addon, System.load).
+  if (ffi || !syms.known) tvmffi::PromoteSelfToGlobalScope();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* why = dlerror();
@@ -190,17 +325,21 @@ ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
   auto& entry = (*loaded)[handle];
   if (!entry.lib) {
     entry.lib = MakeObject<LibraryModule>(handle, path);
-    entry.lib->InitSlots();
+    entry.lib->InitSlots(ffi);
   }
   if (!entry.root) {
-    // A TVM export: the root is the blob's first module (e.g. GraphExecutorFactory), which
-    // imports the library. Built once; a blob that fails to load fails every load.
+    // A TVM export: the root is the first module of the embedded tree (GraphExecutorFactory
+    // for TVM <= 0.19, relax.VMExecutable for 0.27), which imports the library. Built once; a
+    // blob that fails to load fails every load.
+    auto self = ObjectPtr<ModuleObj>::Borrow(entry.lib.get());
     size_t size = 0;
-    const char* blob = entry.lib->ModuleBlob(&size);
-    entry.root =
-        blob == nullptr
-            ? ObjectPtr<ModuleObj>::Borrow(entry.lib.get())
-            : LoadModuleBlob(blob, size, ObjectPtr<ModuleObj>::Borrow(entry.lib.get()), path);
+    if (const char* bin = entry.lib->EmbeddedBlob("__tvm_ffi__library_bin", &size)) {
+      entry.root = tvmffi::LoadLibraryBin(bin, size, self, path);
+    } else if (const char* blob = entry.lib->EmbeddedBlob("__tvm_dev_mblob", &size)) {
+      entry.root = LoadModuleBlob(blob, size, self, path);
+    } else {
+      entry.root = self;
+    }
   }
   return entry.root;
 }

@@ -45,6 +45,28 @@ FunctionObj* ModuleObj::GetFuncFromEnv(const std::string& name) {
   return slot.get();
 }
 
+FunctionObj* ModuleObj::GetFuncFromImports(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = import_cache_.find(name);
+    if (it != import_cache_.end()) return it->second.get();
+  }
+  ObjectPtr<FunctionObj> f;
+  for (const auto& dep : imports()) {
+    f = dep->GetFunction(name, true);
+    if (f) break;
+  }
+  if (!f) f = Registry::Global()->Get(name);
+  if (!f) {
+    Throw("AttributeError", "cannot find function '", name,
+          "' in the module's imports or the registry");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = import_cache_[name];
+  if (!slot) slot = std::move(f);
+  return slot.get();
+}
+
 namespace {
 
 /*! \brief A function exported by a compiled library (TVMBackendPackedCFunc). */

@@ -120,9 +120,11 @@ ObjectPtr<ModuleObj> LoadEntry(const std::string& key, BlobReader* reader) {
   return ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(obj));
 }
 
+}  // namespace
+
 /*! \brief Reject import trees with a cycle: they would leak and make lookups recurse forever. */
-void CheckAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>& child,
-                  const std::string& origin) {
+void CheckImportTreeAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>& child,
+                            const std::string& origin, const char* what) {
   size_t n = row.size() - 1;
   std::vector<int> state(n, 0);  // 0 new, 1 on the stack, 2 done
   std::vector<std::pair<size_t, uint64_t>> stack;
@@ -139,8 +141,8 @@ void CheckAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>&
       }
       uint64_t c = child[next++];
       if (state[c] == 1) {
-        Throw("ValueError", origin, ": the packed import blob's import tree has a cycle through ",
-              "module ", c);
+        Throw("ValueError", origin, ": the ", what, "'s import tree has a cycle through module ",
+              c);
       }
       if (state[c] == 0) {
         state[c] = 1;
@@ -149,8 +151,6 @@ void CheckAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>&
     }
   }
 }
-
-}  // namespace
 
 ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<ModuleObj> lib,
                                     const std::string& origin) {
@@ -210,7 +210,7 @@ ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<Mod
             modules.size());
     }
   }
-  CheckAcyclic(row, child, origin);
+  CheckImportTreeAcyclic(row, child, origin, "packed import blob");
   for (size_t i = 0; i < modules.size(); ++i) {
     for (uint64_t j = row[i]; j < row[i + 1]; ++j) modules[i]->Import(modules[child[j]]);
   }

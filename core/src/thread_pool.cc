@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "polyffi/error.h"
+#include "polyffi/tvm_ffi_abi.h"
 
 namespace polyffi {
 namespace {
@@ -30,6 +31,8 @@ struct Job {
   std::atomic<bool> failed{false};
   std::mutex error_mu;
   std::string error;
+  bool raised = false;  // the failing task raised a tvm-ffi error (kind, message)
+  std::string raised_kind, raised_message;
 };
 
 thread_local bool tls_in_task = false;
@@ -41,6 +44,8 @@ void RunTask(Job* job, int task_id) {
   if (rc != 0 && !job->failed.exchange(true)) {
     std::lock_guard<std::mutex> lock(job->error_mu);
     job->error = GetLastError();  // the failing task's thread-local message
+    // A tvm-ffi kernel's task raises through TVMFFIErrorSetRaisedFromCStrParts instead.
+    job->raised = tvmffi::TakeRaised(&job->raised_kind, &job->raised_message);
   }
 }
 
@@ -78,6 +83,7 @@ class ThreadPool {
     job_.store(nullptr, std::memory_order_relaxed);
     if (job.failed.load()) {
       SetLastError(job.error.empty() ? "RuntimeError: a parallel task failed" : job.error);
+      if (job.raised) tvmffi::SetRaised(job.raised_kind.c_str(), std::move(job.raised_message));
       return -1;
     }
     return 0;

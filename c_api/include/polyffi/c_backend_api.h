@@ -80,6 +80,22 @@ TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv);
  */
 TVM_DLL int TVMBackendRunOnce(void** handle, int (*f)(void*), void* cdata, int nbytes);
 
+/* ---- tvm-ffi ABI libraries (TVM >= 0.20) ----------------------------------------------------- */
+
+/*!
+ * \brief Raise an error from a tvm-ffi ABI kernel (`__tvm_ffi_<name>`): libraries compiled by
+ *  TVM 0.27 import this symbol without naming a library, so TVMModLoadFromFile puts libpolyffi
+ *  in the global symbol scope before opening one. The kernel then returns -1 and its caller
+ *  gets an error of this kind with this message (docs/abi-decisions.md).
+ * \param kind e.g. "TypeError", "ValueError" (NULL: RuntimeError). \param parts nparts
+ *  borrowed strings concatenated into the message; NULL entries are skipped.
+ */
+TVM_DLL void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** parts,
+                                               int32_t nparts);
+
+/*! \brief TVMFFIErrorSetRaisedFromCStrParts with a single message part. */
+TVM_DLL void TVMFFIErrorSetRaisedFromCStr(const char* kind, const char* message);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

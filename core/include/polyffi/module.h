@@ -26,6 +26,11 @@ class ModuleObj : public Object {
   std::vector<ObjectPtr<ModuleObj>> imports() const;
   /*! \brief TVMBackendGetFuncFromEnv: module, imports, then the registry; cached, borrowed. */
   FunctionObj* GetFuncFromEnv(const std::string& name);
+  /*!
+   * \brief TVMFFIEnvModLookupFromImports: the imports (depth first), then the registry; not the
+   *  module itself. Cached and borrowed like GetFuncFromEnv; AttributeError when missing.
+   */
+  FunctionObj* GetFuncFromImports(const std::string& name);
 
  protected:
   virtual ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) = 0;
@@ -34,6 +39,7 @@ class ModuleObj : public Object {
   mutable std::mutex mu_;
   std::vector<ObjectPtr<ModuleObj>> imports_;
   std::unordered_map<std::string, ObjectPtr<FunctionObj>> env_cache_;
+  std::unordered_map<std::string, ObjectPtr<FunctionObj>> import_cache_;
 };
 
 /*! \brief Load a module from a file (shared libraries: "so", "dll", "dylib"). */
@@ -49,6 +55,13 @@ ObjectPtr<FunctionObj> WrapBackendFunction(void* faddr, ObjectPtr<ModuleObj> own
  */
 ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<ModuleObj> lib,
                                     const std::string& origin);
+
+/*!
+ * \brief Refuse a CSR import tree (row pointers, child indices, already range-checked) with a
+ *  cycle: it would leak and make lookups recurse forever. what names the blob in the message.
+ */
+void CheckImportTreeAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>& child,
+                            const std::string& origin, const char* what);
 
 /*! \brief The system library module (symbols from TVMBackendRegisterSystemLibSymbol). */
 ObjectPtr<ModuleObj> SystemLib();

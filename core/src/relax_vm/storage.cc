@@ -1,0 +1,162 @@
+// Memory of the relax VM (TVM_FORMATS.md part 2 section 4.4): allocators, vm.Storage, tensors
+// that are views into a storage (and keep it alive), and the object types the VM introduces.
+//
+// The pooled allocator is TVM's: sizes rounded up to 4096 bytes, freed buffers kept per size
+// and handed out again. It is process-wide and never destroyed (as TVM's MemoryManager), so a
+// storage that outlives its VM (an output the caller still holds) can always be returned to it.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "polyffi/error.h"
+#include "relax_vm.h"
+
+namespace polyffi {
+namespace relax_vm {
+namespace {
+
+void* AlignedAlloc(size_t nbytes) {
+  size_t n = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  if (n < nbytes) Throw("RuntimeError", "out of memory allocating ", nbytes, " bytes");
+  void* p = std::aligned_alloc(64, n);
+  if (p == nullptr) Throw("RuntimeError", "out of memory allocating ", nbytes, " bytes");
+  return p;
+}
+
+class NaiveAllocator final : public Allocator {
+ public:
+  void* Alloc(size_t nbytes, size_t* actual) override {
+    *actual = nbytes;
+    return AlignedAlloc(nbytes);
+  }
+  void Free(void* p, size_t) override { std::free(p); }
+};
+
+class PooledAllocator final : public Allocator {
+ public:
+  static constexpr size_t kPage = 4096;
+  void* Alloc(size_t nbytes, size_t* actual) override {
+    if (nbytes > SIZE_MAX - kPage) Throw("RuntimeError", "out of memory allocating ", nbytes);
+    size_t size = (std::max<size_t>(nbytes, 1) + kPage - 1) / kPage * kPage;
+    *actual = size;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pool_.find(size);
+      if (it != pool_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        return p;
+      }
+    }
+    return AlignedAlloc(size);
+  }
+  void Free(void* p, size_t actual) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    pool_[actual].push_back(p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> pool_;
+};
+
+struct ViewContext {
+  DLManagedTensor managed;
+  ObjectPtr<Object> owner;
+};
+
+void DeleteView(DLManagedTensor* self) { delete static_cast<ViewContext*>(self->manager_ctx); }
+
+ObjectPtr<NDArrayObj> MakeView(const DLTensor& t, ObjectPtr<Object> owner) {
+  auto* ctx = new ViewContext{DLManagedTensor{}, std::move(owner)};
+  ctx->managed.dl_tensor = t;
+  ctx->managed.manager_ctx = ctx;
+  ctx->managed.deleter = DeleteView;
+  try {
+    return NDArrayObj::FromDLPack(&ctx->managed);
+  } catch (...) {
+    delete ctx;  // not taken over when FromDLPack refuses
+    throw;
+  }
+}
+
+}  // namespace
+
+Allocator* Allocator::Get(int kind) {
+  static Allocator* naive = new NaiveAllocator();
+  static Allocator* pooled = new PooledAllocator();
+  if (kind == kNaive) return naive;
+  if (kind == kPooled) return pooled;
+  Throw("ValueError", "unknown allocator kind ", kind, " (1 = naive, 2 = pooled)");
+}
+
+uint32_t ShapeObj::RuntimeTypeIndex() {
+  static const uint32_t index = RegisterTypeKey("runtime.ShapeTuple", TypeIndex::kObject);
+  return index;
+}
+
+uint32_t StorageObj::RuntimeTypeIndex() {
+  static const uint32_t index = RegisterTypeKey("vm.Storage", TypeIndex::kObject);
+  return index;
+}
+
+uint32_t ClosureObj::RuntimeTypeIndex() {
+  static const uint32_t index = RegisterTypeKey("relax.vm.Closure", TypeIndex::kObject);
+  return index;
+}
+
+// Registered at load time too, so the keys are known before the first object exists.
+[[maybe_unused]] static const uint32_t kRegisterTypes[] = {
+    ShapeObj::RuntimeTypeIndex(), StorageObj::RuntimeTypeIndex(), ClosureObj::RuntimeTypeIndex()};
+
+StorageObj::StorageObj(Allocator* alloc, size_t nbytes, DLDevice dev)
+    : Object(RuntimeTypeIndex()), size(nbytes), device(dev), alloc_(alloc) {
+  data = alloc_->Alloc(nbytes, &actual_);
+}
+
+StorageObj::~StorageObj() { alloc_->Free(data, actual_); }
+
+ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int64_t offset,
+                                      const std::vector<int64_t>& shape, DLDataType dtype) {
+  if (dtype.bits == 0 || dtype.lanes == 0 || (dtype.bits % 8 != 0 && dtype.bits != 1)) {
+    Throw("ValueError", "vm.builtin.alloc_tensor: unsupported dtype (code ", int(dtype.code),
+          ", bits ", int(dtype.bits), ", lanes ", dtype.lanes, ")");
+  }
+  size_t need = CheckedBytes(shape.data(), static_cast<int>(shape.size()), dtype);
+  if (offset < 0 || static_cast<uint64_t>(offset) > storage->size ||
+      need > storage->size - static_cast<uint64_t>(offset)) {
+    Throw("ValueError", "storage allocation failure, attempted to allocate ", need,
+          " bytes at offset ", offset, " in a region of ", storage->size, " bytes");
+  }
+  DLTensor t{};
+  // The offset goes into the data pointer: TVM's kernels require byte_offset == 0.
+  t.data = static_cast<char*>(storage->data) + offset;
+  t.device = storage->device;
+  t.ndim = static_cast<int>(shape.size());
+  t.dtype = dtype;
+  t.shape = const_cast<int64_t*>(shape.data());  // copied by the NDArray
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  return MakeView(t, ObjectPtr<Object>::Borrow(storage.get()));
+}
+
+ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
+                                  const std::vector<int64_t>& shape) {
+  size_t old_bytes = CompactBytes(t);
+  size_t new_bytes = CheckedBytes(shape.data(), static_cast<int>(shape.size()), t.dtype);
+  if (old_bytes != new_bytes) {
+    Throw("ValueError", "vm.builtin.reshape: cannot view a tensor of shape ",
+          ShapeString(t.shape, t.ndim), " as shape ",
+          ShapeString(shape.data(), static_cast<int64_t>(shape.size())),
+          " (the element counts differ)");
+  }
+  DLTensor v = t;
+  v.ndim = static_cast<int>(shape.size());
+  v.shape = const_cast<int64_t*>(shape.data());
+  v.strides = nullptr;
+  return MakeView(v, std::move(owner));
+}
+
+}  // namespace relax_vm
+}  // namespace polyffi
