@@ -98,6 +98,21 @@ ObjectPtr<NDArrayObj> NDArrayObj::Empty(const std::vector<int64_t>& shape, DLDat
   return arr;
 }
 
+ObjectPtr<NDArrayObj> NDArrayObj::View(void* data, const int64_t* shape, int ndim, DLDataType dtype,
+                                       DLDevice dev, ObjectPtr<Object> owner) {
+  auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
+  arr->shape_.assign(shape, shape + ndim);
+  arr->owner_ = std::move(owner);
+  arr->tensor.data = data;
+  arr->tensor.device = dev;
+  arr->tensor.ndim = ndim;
+  arr->tensor.dtype = dtype;
+  arr->tensor.shape = arr->shape_.data();
+  arr->tensor.strides = nullptr;
+  arr->tensor.byte_offset = 0;
+  return arr;
+}
+
 ObjectPtr<NDArrayObj> NDArrayObj::FromDLPack(DLManagedTensor* managed) {
   if (managed == nullptr) Throw("ValueError", "DLManagedTensor is NULL");
   const DLTensor& t = managed->dl_tensor;

@@ -2,6 +2,9 @@
 // TVM 0.27's arguments, results, error kinds and messages. They are ordinary registered
 // globals: the VM resolves them by name like any function, so a user may add or replace one.
 // Unlike TVM's, every index into the shape heap and every storage offset is checked.
+#include <cstring>
+#include <ostream>
+
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
 #include "relax_vm.h"
@@ -68,6 +71,29 @@ Heap HeapArg(const Args& args, int i) {
   h.data = reinterpret_cast<int64_t*>(static_cast<char*>(t->data) + t->byte_offset);
   h.size = t->shape[0];
   return h;
+}
+
+/*!
+ * \brief The error context argument, read only when an error is reported: the checks run on
+ *  every call, and the context strings are long (a copy would cost an allocation each time).
+ */
+struct LazyContext {
+  const Args& args;
+  int index;
+};
+std::ostream& operator<<(std::ostream& os, const LazyContext& c) {
+  return os << ErrorContext(c.args, c.index);
+}
+
+/*! \brief Whether argument i names the global memory scope (or none). */
+bool IsGlobalScope(const Args& args, int i) {
+  if (args.code(i) == kTVMNullptr) return true;
+  if (args.code(i) == kTVMStr && args.value(i).v_str != nullptr) {
+    const char* s = args.value(i).v_str;
+    return s[0] == '\0' || std::strcmp(s, "global") == 0;
+  }
+  std::string scope = args.Str(i);
+  return scope.empty() || scope == "global";
 }
 
 /*! \brief Reference or copy argument i into rv (the identity builtins). */
@@ -147,7 +173,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_prim_value", [](const Args& args, RetValue
   int64_t value = args.Int(0);
   Heap heap = HeapArg(args, 1);
   int64_t code = args.Int(2), reg = args.Int(3);
-  std::string ctx = ErrorContext(args, 4);
+  const LazyContext ctx{args, 4};
   switch (code) {
     case 0:
       if (value != reg) {
@@ -211,7 +237,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_tensor_info", [](const Args& args, RetValu
   if (args.size() != 3) args.CheckArity(4);
   int64_t ndim = args.Int(1);
   bool has_dtype = args.size() == 4 && args.code(2) != kTVMNullptr;
-  std::string ctx = ErrorContext(args, args.size() - 1);
+  const LazyContext ctx{args, args.size() - 1};
   DLTensor* t = TensorArg(args, 0);
   if (t == nullptr) {
     const char* got = TypeCodeName(args.code(0));
@@ -237,7 +263,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_tensor_info", [](const Args& args, RetValu
 // check_shape_info(value, ndim, err_ctx).
 POLYFFI_CORE_GLOBAL("vm.builtin.check_shape_info", [](const Args& args, RetValue*) {
   args.CheckArity(3);
-  std::string ctx = ErrorContext(args, 2);
+  const LazyContext ctx{args, 2};
   ShapeObj* s = ShapeArg(args, 0);
   if (s == nullptr) Throw("TypeError", ctx, " expect a Shape but get ", TypeCodeName(args.code(0)));
   int64_t ndim = args.Int(1);
@@ -249,7 +275,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_shape_info", [](const Args& args, RetValue
 // check_prim_value_info(value, dtype, err_ctx): a number of the dtype's kind.
 POLYFFI_CORE_GLOBAL("vm.builtin.check_prim_value_info", [](const Args& args, RetValue*) {
   args.CheckArity(3);
-  std::string ctx = ErrorContext(args, 2);
+  const LazyContext ctx{args, 2};
   DLDataType t = DTypeArg(args, 1);
   int code = args.code(0);
   if (IsObjectCode(code) || code == kTVMStr || code == kTVMBytes) {
@@ -275,7 +301,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_prim_value_info", [](const Args& args, Ret
 // check_tuple_info(value, size, err_ctx).
 POLYFFI_CORE_GLOBAL("vm.builtin.check_tuple_info", [](const Args& args, RetValue*) {
   args.CheckArity(3);
-  std::string ctx = ErrorContext(args, 2);
+  const LazyContext ctx{args, 2};
   Object* o = IsObjectCode(args.code(0)) ? ObjectOfArg(args.value(0), args.code(0)) : nullptr;
   if (o == nullptr || o->type_index() != TypeIndex::kArray) {
     Throw("TypeError", ctx, " expect a Tuple but get ",
@@ -309,9 +335,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_storage", [](const Args& args, RetValue* r
   Allocator* alloc;
   VMDevice(vm, args.Int(2), &dev, &alloc);
   DLDataType hint = DTypeArg(args, 3);
-  std::string scope = args.code(4) == kTVMNullptr ? "global" : args.Str(4);
-  if (!scope.empty() && scope != "global") {
-    Throw("ValueError", args.fname(), ": memory scope '", scope,
+  if (!IsGlobalScope(args, 4)) {
+    Throw("ValueError", args.fname(), ": memory scope '", args.Str(4),
           "' is not available on the CPU (only \"global\")");
   }
   size_t nbytes = CheckedBytes(shape.data(), static_cast<int>(shape.size()), hint);
@@ -330,12 +355,9 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_tensor", [](const Args& args, RetValue* rv
   int64_t offset = args.Int(1);
   const std::vector<int64_t>& shape = ShapeOf(args, 2);
   DLDataType dtype = DTypeArg(args, 3);
-  if (args.size() == 5 && args.code(4) != kTVMNullptr) {
-    std::string scope = args.Str(4);
-    if (!scope.empty() && scope != "global") {
-      Throw("ValueError", args.fname(), ": memory scope '", scope,
-            "' is not available on the CPU (only \"global\")");
-    }
+  if (args.size() == 5 && !IsGlobalScope(args, 4)) {
+    Throw("ValueError", args.fname(), ": memory scope '", args.Str(4),
+          "' is not available on the CPU (only \"global\")");
   }
   rv->SetObject(TensorInStorage(storage, offset, shape, dtype));
 });

@@ -61,26 +61,6 @@ class PooledAllocator final : public Allocator {
   std::unordered_map<size_t, std::vector<void*>> pool_;
 };
 
-struct ViewContext {
-  DLManagedTensor managed;
-  ObjectPtr<Object> owner;
-};
-
-void DeleteView(DLManagedTensor* self) { delete static_cast<ViewContext*>(self->manager_ctx); }
-
-ObjectPtr<NDArrayObj> MakeView(const DLTensor& t, ObjectPtr<Object> owner) {
-  auto* ctx = new ViewContext{DLManagedTensor{}, std::move(owner)};
-  ctx->managed.dl_tensor = t;
-  ctx->managed.manager_ctx = ctx;
-  ctx->managed.deleter = DeleteView;
-  try {
-    return NDArrayObj::FromDLPack(&ctx->managed);
-  } catch (...) {
-    delete ctx;  // not taken over when FromDLPack refuses
-    throw;
-  }
-}
-
 }  // namespace
 
 Allocator* Allocator::Get(int kind) {
@@ -129,16 +109,10 @@ ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int6
     Throw("ValueError", "storage allocation failure, attempted to allocate ", need,
           " bytes at offset ", offset, " in a region of ", storage->size, " bytes");
   }
-  DLTensor t{};
   // The offset goes into the data pointer: TVM's kernels require byte_offset == 0.
-  t.data = static_cast<char*>(storage->data) + offset;
-  t.device = storage->device;
-  t.ndim = static_cast<int>(shape.size());
-  t.dtype = dtype;
-  t.shape = const_cast<int64_t*>(shape.data());  // copied by the NDArray
-  t.strides = nullptr;
-  t.byte_offset = 0;
-  return MakeView(t, ObjectPtr<Object>::Borrow(storage.get()));
+  return NDArrayObj::View(static_cast<char*>(storage->data) + offset, shape.data(),
+                          static_cast<int>(shape.size()), dtype, storage->device,
+                          ObjectPtr<Object>::Borrow(storage.get()));
 }
 
 ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
@@ -151,11 +125,8 @@ ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
           ShapeString(shape.data(), static_cast<int64_t>(shape.size())),
           " (the element counts differ)");
   }
-  DLTensor v = t;
-  v.ndim = static_cast<int>(shape.size());
-  v.shape = const_cast<int64_t*>(shape.data());
-  v.strides = nullptr;
-  return MakeView(v, std::move(owner));
+  return NDArrayObj::View(static_cast<char*>(t.data) + t.byte_offset, shape.data(),
+                          static_cast<int>(shape.size()), t.dtype, t.device, std::move(owner));
 }
 
 }  // namespace relax_vm
