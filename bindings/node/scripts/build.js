@@ -25,7 +25,8 @@ function have(cmd) {
 
 function main() {
   // The tests also need the fixture libraries of an up-to-date core build: the TVM exports that
-  // the modules.factory.*, modules.tvmffi.* and modules.relaxvm.* cases load came later than libpolyffi itself.
+  // the modules.factory.*, modules.tvmffi.* and modules.relaxvm.* cases load came later than
+  // libpolyffi itself.
   const missing = ['libpolyffi.so', 'libpolyffi_test_factory.so', 'libpolyffi_test_tvmffi.so',
     'libpolyffi_test_relax.so']
     .filter((f) => !fs.existsSync(path.join(libDir, f)));
