@@ -34,8 +34,9 @@ function alignedCopy(src, shape, dtype, device) {
 /** The value passed for `arg`; arrays made for the call go to `temps` (disposed after it). */
 function stage(arg, temps) {
   if (arg instanceof NDArray) {
+    if (native.isAligned(arg, KERNEL_ALIGNMENT)) return arg;  // one native call on the fast path
     const dev = arg.device;
-    if (dev.deviceType !== 1 || native.isAligned(arg, KERNEL_ALIGNMENT)) return arg;
+    if (dev.deviceType !== 1) return arg;
     const host = arg.toTypedArray();  // shares an owned array's memory; a view is copied
     const copy = alignedCopy(host, arg.shape, arg.dtype, dev);
     temps.push(copy);

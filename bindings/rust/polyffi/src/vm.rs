@@ -525,7 +525,7 @@ impl VirtualMachine {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ndarray"))]
 mod tests {
     use super::*;
     use crate::DataType;

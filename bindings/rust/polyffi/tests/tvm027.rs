@@ -5,6 +5,7 @@
 //! byte, what TVM 0.27's own runtime computed, for inputs given as NDArrays, as 64-byte-aligned
 //! `ndarray` views and slices (passed zero-copy) and as misaligned views (copied first); bad
 //! calls give errors of the kinds TVM raised.
+#![cfg(feature = "ndarray")]
 mod common;
 
 use std::path::{Path, PathBuf};
