@@ -20,35 +20,19 @@ const KERNEL_ALIGNMENT = 64;
 /** vm_initialization's allocator kinds: 1 naive, 2 pooled (TVM's default). */
 const ALLOCATORS = { naive: 1, pooled: 2 };
 
-function alignedCopy(src, shape, dtype, device) {
-  const copy = nd.empty(shape, dtype, device);
-  try {
-    copy.copyFrom(src);
-  } catch (e) {
-    copy.dispose();
-    throw e;
-  }
-  return copy;
-}
-
 /** The value passed for `arg`; arrays made for the call go to `temps` (disposed after it). */
 function stage(arg, temps) {
   if (arg instanceof NDArray) {
     if (native.isAligned(arg, KERNEL_ALIGNMENT)) return arg;  // one native call on the fast path
-    const dev = arg.device;
-    if (dev.deviceType !== 1) return arg;
-    const host = arg.toTypedArray();  // shares an owned array's memory; a view is copied
-    const copy = alignedCopy(host, arg.shape, arg.dtype, dev);
+    if (arg.device.deviceType !== 1) return arg;
+    const copy = native.alignedCopy(arg);  // a compact, aligned runtime array
     temps.push(copy);
     return copy;
   }
   if (ArrayBuffer.isView(arg) && !(arg instanceof DataView) && !Buffer.isBuffer(arg)) {
-    const view = nd.array(arg);
-    temps.push(view);
-    if (native.isAligned(arg, KERNEL_ALIGNMENT)) return view;
-    const copy = alignedCopy(arg, view.shape, view.dtype, cpu());
-    temps.push(copy);
-    return copy;
+    const staged = native.isAligned(arg, KERNEL_ALIGNMENT) ? nd.array(arg) : native.alignedCopy(arg);
+    temps.push(staged);
+    return staged;
   }
   if (Array.isArray(arg)) return arg.map((x) => stage(x, temps));  // a tuple parameter
   return arg;
