@@ -104,8 +104,17 @@ class Staging {
     for (Copy& c : copies_) Release(c);
   }
 
+  /*! \brief What the kernel gets for t; inline for the common case (aligned, no offset). */
   DLTensor* Stage(DLTensor* t, int index, const std::string& name) {
-    if (t == nullptr || t->data == nullptr || DeviceTypeOf(t->device) != kDLCPU) return t;
+    if (t == nullptr || t->data == nullptr ||
+        (t->byte_offset == 0 && reinterpret_cast<uintptr_t>(t->data) % kKernelAlignment == 0)) {
+      return t;
+    }
+    return StageSlow(t, index, name);
+  }
+
+  [[gnu::noinline]] DLTensor* StageSlow(DLTensor* t, int index, const std::string& name) {
+    if (DeviceTypeOf(t->device) != kDLCPU) return t;
     uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
     if (addr % kKernelAlignment == 0) {
       if (t->byte_offset == 0) return t;
