@@ -26,6 +26,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "tvm_models" / "tvm027"
@@ -71,19 +72,31 @@ def run_json(cmd, threads, extra_env=None):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def instructions(cmd, loop, iters=200):
+def instructions(cmd, loop, library, iters=200):
+    """Instructions per iteration of the counted loop, in all and inside the model's kernels
+    (functions of the fixture library, as callgrind attributes them), with one thread."""
     env = dict(os.environ, TVM_NUM_THREADS="1", BENCH_COUNT_ITERS=str(iters))
-    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
-                           "--callgrind-out-file=/dev/null"] + [str(c) for c in cmd],
-                          check=True, capture_output=True, text=True, env=env)
-    line = next(x for x in proc.stderr.splitlines() if "Collected :" in x)
-    return int(line.split(":")[-1]) / iters
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
+                               f"--callgrind-out-file={out}"] + [str(c) for c in cmd],
+                              check=True, capture_output=True, text=True, env=env)
+        line = next(x for x in proc.stderr.splitlines() if "Collected :" in x)
+        total = int(line.split(":")[-1]) / iters
+        annotate = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True,
+                                  capture_output=True, text=True).stdout
+    kernels = 0
+    for row in annotate.splitlines():
+        fields = row.split()
+        if fields and row.rstrip().endswith(f"/{library}]") and fields[0][0].isdigit():
+            kernels += int(fields[0].replace(",", ""))
+    return total, kernels / iters
 
 
 def table(title, columns, rows):
     print(f"\n{title}")
     header = f"{'model':<13}{'batch':>6}" + "".join(
-        f"{c.removesuffix('_ns') + ' polyffi':>18}{c.removesuffix('_ns') + ' TVM':>15}{'ratio':>7}"
+        f"{c.removesuffix('_ns') + ' polyffi':>20}{c.removesuffix('_ns') + ' TVM':>16}{'ratio':>7}"
         for c in columns)
     print(header)
     print("-" * len(header))
@@ -91,7 +104,7 @@ def table(title, columns, rows):
         line = f"{model:<13}{batch:>6}"
         for key in columns:
             p, t = med["polyffi"][key], med["tvm"][key]
-            line += f"{p:>18.0f}{t:>15.0f}{p / t:>7.2f}"
+            line += f"{p:>20.0f}{t:>16.0f}{p / t:>7.2f}"
         print(line, flush=True)
 
 
@@ -130,23 +143,30 @@ def main():
             theirs = [theirs_c, env["TVM027_RUNTIME"], d, io]
             samples = {"polyffi": [], "tvm": []}
             if args.instructions:
+                library = next(x.split()[1] for x in (d / io).read_text().splitlines()
+                               if x.startswith("library "))
                 for name, cmd in (("polyffi", ours), ("tvm", theirs)):
-                    samples[name].append({
-                        "forward_ns": instructions(cmd, "counted_forward_loop"),
-                        "end_to_end_ns": instructions(cmd, "counted_end_to_end_loop")})
+                    fwd, kern = instructions(cmd, "counted_forward_loop", library)
+                    e2e, _ = instructions(cmd, "counted_end_to_end_loop", library)
+                    samples[name].append({"forward_ns": fwd, "end_to_end_ns": e2e,
+                                          "kernels": kern, "runtime_ns": fwd - kern})
             else:
                 for _ in range(args.rounds):
                     samples["polyffi"].append(run_json(ours + [args.min_ms], args.threads))
                     samples["tvm"].append(run_json(theirs + [args.min_ms], args.threads))
             sfx = "_min" if args.stat == "min" and not args.instructions else ""
-            med = {k: {m: statistics.median(s[m + sfx] for s in v)
-                       for m in ("forward_ns", "end_to_end_ns")} for k, v in samples.items()}
+            keys = ("forward_ns", "end_to_end_ns") + (
+                ("runtime_ns", "kernels") if args.instructions else ())
+            med = {k: {m: statistics.median(s[m + sfx] for s in v) for m in keys}
+                   for k, v in samples.items()}
             rows.append((model, batch, med))
             results["c"].append({"model": model, "batch": batch, **med})
         unit = "instructions (callgrind, 1 thread)" if args.instructions else f"ns, {args.stat}"
         table(f"From C ({unit}): forward = VM call on prebuilt tensors; "
-              "end_to_end = copy in + forward + copy out",
-              ["forward_ns", "end_to_end_ns"], rows)
+              "end_to_end = copy in + forward + copy out"
+              + ("; runtime = forward minus the model's kernels" if args.instructions else ""),
+              ["forward_ns", "end_to_end_ns"] + (["runtime_ns"] if args.instructions else []),
+              rows)
 
     if not args.no_python and not args.instructions:
         rows = []
