@@ -275,6 +275,14 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
           }
           exec->args.push_back(arg);
         }
+        in.patch_begin = static_cast<uint32_t>(exec->patches.size());
+        for (int64_t k = 0; k < nargs; ++k) {
+          const InstrArg& arg = exec->args[in.arg_begin + k];
+          if (arg.kind == ArgKind::kRegister && arg.value >= 0 && arg.value < kBeginSpecialReg) {
+            exec->patches.push_back(RegPatch{static_cast<uint32_t>(k), arg.value});
+          }
+        }
+        in.num_patches = static_cast<uint32_t>(exec->patches.size() - in.patch_begin);
         if (in.b < 0 || in.b >= nfunc_total) {
           Corrupt("instruction " + std::to_string(pc) + " calls function " + std::to_string(in.b) +
                   " of " + std::to_string(nfunc_total));

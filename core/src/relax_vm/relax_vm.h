@@ -118,7 +118,15 @@ struct Instr {
   int64_t a = 0;  // Call: dst; Ret: result register; Goto: pc offset; If: cond register
   int64_t b = 0;  // Call: function index; If: false offset
   uint32_t num_args = 0;
-  uint32_t arg_begin = 0;  // Call: first argument in Executable::args
+  uint32_t arg_begin = 0;    // Call: first argument in Executable::args
+  uint32_t patch_begin = 0;  // Call: its register arguments in Executable::patches
+  uint32_t num_patches = 0;
+};
+
+/*! \brief A Call argument read from a register at run time: argument slot <- register. */
+struct RegPatch {
+  uint32_t slot;
+  int64_t reg;
 };
 
 /*! \brief A loaded executable: the tables of the blob plus the decoded, validated code. */
@@ -132,6 +140,7 @@ struct Executable {
   std::vector<int64_t> instr_data;
   std::vector<Instr> instrs;
   std::vector<InstrArg> args;
+  std::vector<RegPatch> patches;
   size_t max_call_args = 0;
 
   /*! \brief Parse and validate a blob (bounds-checked: a bad blob is a ValueError). */
