@@ -40,10 +40,10 @@ DLDataType DTypeArg(const Args& args, int i) {
   return ParseDataType(args.Str(i));
 }
 
-const std::vector<int64_t>& ShapeOf(const Args& args, int i) {
+const ShapeObj& ShapeOf(const Args& args, int i) {
   ShapeObj* s = ShapeArg(args, i);
   if (s == nullptr) args.Mismatch(i, "runtime.ShapeTuple");
-  return s->data;
+  return *s;
 }
 
 /*! \brief The shape heap (an int64 vector) or None. */
@@ -109,7 +109,10 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_shape_heap", [](const Args& args, RetValue
   Allocator* alloc;
   VMDevice(vm, -1, &dev, &alloc);
   int64_t size = args.Int(1);
-  rv->SetObject(NDArrayObj::Empty({size}, DLDataType{kDLInt, 64, 1}, dev));
+  // From the VM's allocator, like every other buffer of a call.
+  DLDataType i64{kDLInt, 64, 1};
+  size_t nbytes = CheckedBytes(&size, 1, i64);
+  rv->SetObject(TensorInStorage(MakeObject<StorageObj>(alloc, nbytes, dev), 0, &size, 1, i64));
 });
 
 // match_shape(value, heap, ndim, (code, v) x ndim, err_ctx): codes 0 assert == v, 1 store to
@@ -122,8 +125,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
     shape = t->shape;
     ndim = t->ndim;
   } else if (ShapeObj* s = ShapeArg(args, 0)) {
-    shape = s->data.data();
-    ndim = static_cast<int64_t>(s->data.size());
+    shape = s->data();
+    ndim = s->ndim();
   } else {
     args.Mismatch(0, "Tensor or Shape");
   }
@@ -207,19 +210,20 @@ POLYFFI_CORE_GLOBAL("vm.builtin.make_shape", [](const Args& args, RetValue* rv) 
     Throw("TypeError", args.fname(), ": ", size, " dimensions need ", 2 + 2 * size,
           " arguments but got ", args.size());
   }
-  std::vector<int64_t> shape(size);
+  auto shape = MakeObject<ShapeObj>(static_cast<size_t>(size));
+  int64_t* dims = shape->data();
   for (int64_t i = 0; i < size; ++i) {
     int64_t code = args.Int(static_cast<int>(2 + i * 2));
     int64_t reg = args.Int(static_cast<int>(3 + i * 2));
     if (code == 0) {
-      shape[i] = reg;
+      dims[i] = reg;
     } else if (code == 1) {
-      shape[i] = heap.At(reg, args.fname());
+      dims[i] = heap.At(reg, args.fname());
     } else {
       Throw("ValueError", args.fname(), ": unknown make shape code ", code);
     }
   }
-  rv->SetObject(MakeObject<ShapeObj>(std::move(shape)));
+  rv->SetObject(std::move(shape));
 });
 
 // make_prim_value(heap, code, reg) -> int.
@@ -267,8 +271,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_shape_info", [](const Args& args, RetValue
   ShapeObj* s = ShapeArg(args, 0);
   if (s == nullptr) Throw("TypeError", ctx, " expect a Shape but get ", TypeCodeName(args.code(0)));
   int64_t ndim = args.Int(1);
-  if (ndim != -1 && static_cast<int64_t>(s->data.size()) != ndim) {
-    Throw("ValueError", ctx, " expect Shape with ndim ", ndim, " but get ", s->data.size());
+  if (ndim != -1 && s->ndim() != ndim) {
+    Throw("ValueError", ctx, " expect Shape with ndim ", ndim, " but get ", s->ndim());
   }
 });
 
@@ -330,7 +334,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_func_info", [](const Args& args, RetValue*
 POLYFFI_CORE_GLOBAL("vm.builtin.alloc_storage", [](const Args& args, RetValue* rv) {
   args.CheckArity(5);
   VirtualMachine* vm = ContextVM(args, 0);
-  const std::vector<int64_t>& shape = ShapeOf(args, 1);
+  const ShapeObj& shape = ShapeOf(args, 1);
   DLDevice dev;
   Allocator* alloc;
   VMDevice(vm, args.Int(2), &dev, &alloc);
@@ -353,13 +357,14 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_tensor", [](const Args& args, RetValue* rv
   }
   auto storage = ObjectPtr<StorageObj>::Borrow(static_cast<StorageObj*>(o));
   int64_t offset = args.Int(1);
-  const std::vector<int64_t>& shape = ShapeOf(args, 2);
+  const ShapeObj& shape = ShapeOf(args, 2);
   DLDataType dtype = DTypeArg(args, 3);
   if (args.size() == 5 && !IsGlobalScope(args, 4)) {
     Throw("ValueError", args.fname(), ": memory scope '", args.Str(4),
           "' is not available on the CPU (only \"global\")");
   }
-  rv->SetObject(TensorInStorage(storage, offset, shape, dtype));
+  rv->SetObject(
+      TensorInStorage(storage, offset, shape.data(), static_cast<int>(shape.ndim()), dtype));
 });
 
 POLYFFI_CORE_GLOBAL("vm.builtin.null_value", [](const Args& args, RetValue* rv) {

@@ -195,7 +195,7 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
         break;
       case kConstShape: {
         std::vector<int64_t> dims = r.I64Vector("shape constant");
-        c.SetObject(MakeObject<ShapeObj>(std::move(dims)));
+        c.SetObject(MakeObject<ShapeObj>(dims.data(), dims.data() + dims.size()));
         break;
       }
       case kConstStr:
@@ -402,8 +402,8 @@ std::string Executable::Stats() const {
         os << ShapeString(t.shape, t.ndim);
       }
     } else if (c.type_code() == kTVMObjectHandle) {
-      const auto& d = static_cast<ShapeObj*>(c.object())->data;
-      os << "shapetuple" << ShapeString(d.data(), static_cast<int64_t>(d.size()));
+      const auto* d = static_cast<ShapeObj*>(c.object());
+      os << "shapetuple" << ShapeString(d->data(), d->ndim());
     } else if (c.type_code() == kTVMStr) {
       os << "\"" << c.str() << "\"";
     } else if (c.type_code() == kTVMArgInt) {

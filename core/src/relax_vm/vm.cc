@@ -69,7 +69,7 @@ class VirtualMachine final : public ModuleObj {
   }
   /*! \brief Run bytecode function fidx on these arguments. */
   void InvokeBytecode(int64_t fidx, const TVMValue* values, const int* codes, int n, RetValue* rv);
-  void RunCall(Frame* frame, const Instr& in);
+  __attribute__((always_inline)) inline void RunCall(Frame* frame, const Instr& in);
   /*! \brief Call a function or closure (args, then the closure's bound arguments). */
   void InvokeClosure(Object* callee, TVMValue* values, int* codes, int n, RetValue* rv);
   /*! \brief Call from outside: lock, check, mark active. */
@@ -290,7 +290,7 @@ void VirtualMachine::InvokeBytecode(int64_t fidx, const TVMValue* values, const 
   }
 }
 
-void VirtualMachine::RunCall(Frame* frame, const Instr& in) {
+inline void VirtualMachine::RunCall(Frame* frame, const Instr& in) {
   TVMValue* values = frame->values.data();
   int* codes = frame->codes.data();
   const int n = static_cast<int>(in.num_args);
