@@ -782,6 +782,15 @@ TEST(RelaxVMLoader, BadHeaderAndIndices) {
     ExpectLoadError(w.Bytes(), "has 3 arguments and 2 registers");
   }
   {
+    // An instruction outside every function is still checked (found by fuzz_relax_exec).
+    ExecWriter w;
+    w.Begin("main", {"x"}, 2);
+    w.Ret(0);
+    w.End();
+    w.Call("vm.builtin.copy", {Const(5)}, 1);
+    ExpectLoadError(w.Bytes(), "instruction 1 uses constant 5 of 0");
+  }
+  {
     // Falling off the end of a function is caught at run time.
     ExecWriter w;
     w.Begin("main", {"x"}, 2);

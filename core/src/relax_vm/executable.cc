@@ -195,7 +195,7 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
         break;
       case kConstShape: {
         std::vector<int64_t> dims = r.I64Vector("shape constant");
-        c.SetObject(MakeObject<ShapeObj>(std::move(dims)));
+        c.SetObject(MakeObject<ShapeObj>(dims.data(), dims.data() + dims.size()));
         break;
       }
       case kConstStr:
@@ -229,6 +229,8 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
   const int64_t nwords = static_cast<int64_t>(w.size());
   const int64_t ninstr = static_cast<int64_t>(exec->instr_offset.size());
   exec->instrs.resize(ninstr);
+  const int64_t nconst_total = static_cast<int64_t>(exec->constants.size());
+  const int64_t nfunc_total = static_cast<int64_t>(exec->funcs.size());
   for (int64_t pc = 0; pc < ninstr; ++pc) {
     int64_t off = exec->instr_offset[pc];
     auto need = [&](int64_t words) {
@@ -260,7 +262,30 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
             Corrupt("instruction " + std::to_string(pc) + " argument " + std::to_string(k) +
                     " has unknown kind " + std::to_string(kind));
           }
-          exec->args.push_back(InstrArg{static_cast<ArgKind>(kind), SignExtend56(word)});
+          InstrArg arg{static_cast<ArgKind>(kind), SignExtend56(word)};
+          // Constant and function indices do not depend on the function an instruction is in,
+          // so they are checked for every instruction (the VM resolves them all at init).
+          int64_t limit = arg.kind == ArgKind::kConstIdx  ? nconst_total
+                          : arg.kind == ArgKind::kFuncIdx ? nfunc_total
+                                                          : -1;
+          if (limit >= 0 && (arg.value < 0 || arg.value >= limit)) {
+            Corrupt("instruction " + std::to_string(pc) + " uses " +
+                    (arg.kind == ArgKind::kConstIdx ? "constant " : "function ") +
+                    std::to_string(arg.value) + " of " + std::to_string(limit));
+          }
+          exec->args.push_back(arg);
+        }
+        in.patch_begin = static_cast<uint32_t>(exec->patches.size());
+        for (int64_t k = 0; k < nargs; ++k) {
+          const InstrArg& arg = exec->args[in.arg_begin + k];
+          if (arg.kind == ArgKind::kRegister && arg.value >= 0 && arg.value < kBeginSpecialReg) {
+            exec->patches.push_back(RegPatch{static_cast<uint32_t>(k), arg.value});
+          }
+        }
+        in.num_patches = static_cast<uint32_t>(exec->patches.size() - in.patch_begin);
+        if (in.b < 0 || in.b >= nfunc_total) {
+          Corrupt("instruction " + std::to_string(pc) + " calls function " + std::to_string(in.b) +
+                  " of " + std::to_string(nfunc_total));
         }
         exec->max_call_args = std::max<size_t>(exec->max_call_args, nargs);
         break;
@@ -288,8 +313,6 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
   }
 
   // Each bytecode function: its range, registers, and every index its instructions use.
-  const int64_t nf = static_cast<int64_t>(exec->funcs.size());
-  const int64_t nc = static_cast<int64_t>(exec->constants.size());
   for (const FuncInfo& f : exec->funcs) {
     if (f.kind != FuncInfo::kVMFunc) continue;
     const std::string who = "function '" + f.name.substr(0, 64) + "'";
@@ -324,28 +347,14 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
       switch (in.op) {
         case Opcode::kCall: {
           if (in.a < kBeginSpecialReg) check_reg(pc, in.a, false, "destination");
-          if (in.b < 0 || in.b >= nf) {
-            Corrupt(who + " instruction " + std::to_string(pc) + " calls function " +
-                    std::to_string(in.b) + " of " + std::to_string(nf));
-          }
           for (uint32_t k = 0; k < in.num_args; ++k) {
             const InstrArg& arg = exec->args[in.arg_begin + k];
             switch (arg.kind) {
               case ArgKind::kRegister:
                 check_reg(pc, arg.value, true, "argument");
                 break;
-              case ArgKind::kConstIdx:
-                if (arg.value < 0 || arg.value >= nc) {
-                  Corrupt(who + " instruction " + std::to_string(pc) + " uses constant " +
-                          std::to_string(arg.value) + " of " + std::to_string(nc));
-                }
-                break;
+              case ArgKind::kConstIdx:  // checked for every instruction above
               case ArgKind::kFuncIdx:
-                if (arg.value < 0 || arg.value >= nf) {
-                  Corrupt(who + " instruction " + std::to_string(pc) + " uses function " +
-                          std::to_string(arg.value) + " of " + std::to_string(nf));
-                }
-                break;
               case ArgKind::kImmediate:
                 break;
             }
@@ -393,8 +402,8 @@ std::string Executable::Stats() const {
         os << ShapeString(t.shape, t.ndim);
       }
     } else if (c.type_code() == kTVMObjectHandle) {
-      const auto& d = static_cast<ShapeObj*>(c.object())->data;
-      os << "shapetuple" << ShapeString(d.data(), static_cast<int64_t>(d.size()));
+      const auto* d = static_cast<ShapeObj*>(c.object());
+      os << "shapetuple" << ShapeString(d->data(), d->ndim());
     } else if (c.type_code() == kTVMStr) {
       os << "\"" << c.str() << "\"";
     } else if (c.type_code() == kTVMArgInt) {
