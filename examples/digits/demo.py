@@ -1,4 +1,4 @@
-"""Classify the held-out digits from Python through polyffi's graph executor.
+"""Classify the held-out digits from Python through polyffi's graph executor and relax VM.
 
 Same model, kernels and executor as demo.c; checks every prediction against the training
 script's and prints accuracy and per-inference latency.
@@ -77,6 +77,28 @@ def main():
           f"train.py {tvm_agree}/{len(x)} (GraphModule(lib['default'](cpu)) on export_library)")
     if tvm_agree != len(x):
         sys.exit("the TVM-compiled model's predictions differ from the training script")
+
+    # The same trained weights compiled by Apache TVM 0.27 (relax.build + export_library, a
+    # relax VM executable with a symbolic batch; tests/tvm_models/tvm027): polyffi's VM runs it.
+    relax_lib = os.path.join(ROOT, "tests", "tvm_models", "tvm027", "relax", "digits.so")
+    vm = polyffi.VirtualMachine(polyffi.load_module(relax_lib), polyffi.cpu())
+    relax_pred = vm["forward"](x).numpy().argmax(axis=1)
+    relax_agree = int((relax_pred == np.asarray(expected["predictions"])).sum())
+    forward = vm["forward"]
+    one = polyffi.nd.empty((1, 64), "float32")
+    relax_times = []
+    for _ in range(3):
+        for i in range(len(x)):
+            t0 = time.perf_counter_ns()
+            one.copyfrom(x[i:i + 1])
+            forward(one).numpy()
+            relax_times.append(time.perf_counter_ns() - t0)
+    relax_times.sort()
+    print(f"TVM 0.27-compiled model:  accuracy {(relax_pred == y).mean():.4f}, agreement with "
+          f"train.py {relax_agree}/{len(x)} (VirtualMachine(lib, cpu)['forward'] on "
+          f"export_library); batch-1 median {relax_times[len(relax_times) // 2] / 1000:.2f} us")
+    if relax_agree != len(x):
+        sys.exit("the TVM 0.27-compiled model's predictions differ from the training script")
 
 
 if __name__ == "__main__":

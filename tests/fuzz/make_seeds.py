@@ -207,9 +207,112 @@ def library_bin_seeds():
     write("library_bin", "bad_truncated.bin", u64(len(cut)) + cut)  # the last module's bytes
 
 
+# ---- relax VM executables (TVM 0.27 relax.VMExecutable) ---------------------------------------
+
+VOID = 1 << 54
+VMREG = VOID + 1
+
+
+def reg(r):
+    return r & ((1 << 56) - 1)
+
+
+def imm(v):
+    return (1 << 56) | (v & ((1 << 56) - 1))
+
+
+def const(i):
+    return (2 << 56) | i
+
+
+def relax_exec(funcs, consts, code, magic=0xD225DE2F4214151E, version=b"0.14"):
+    """funcs: (kind, name, start, end, nargs, nregs, params); code: list of word lists."""
+    out = struct.pack("<Q", magic) + struct.pack("<Q", len(version)) + version
+    out += struct.pack("<Q", len(funcs))
+    for kind, name, start, end, nargs, nregs, params in funcs:
+        out += struct.pack("<i", kind) + struct.pack("<Q", len(name)) + name.encode()
+        out += struct.pack("<qqqq", start, end, nargs, nregs) + struct.pack("<Q", len(params))
+        for p in params:
+            out += struct.pack("<Q", len(p)) + p.encode()
+    if magic & 1 == 0:
+        out += struct.pack("<Q", 0)  # memory scopes
+    out += struct.pack("<Q", len(consts)) + b"".join(consts)
+    offsets, words = [], []
+    for instr in code:
+        offsets.append(len(words))
+        words.extend(instr)
+    out += struct.pack("<Q", len(offsets)) + b"".join(struct.pack("<q", o) for o in offsets)
+    out += struct.pack("<Q", len(words))
+    out += b"".join(struct.pack("<Q", w & 0xFFFFFFFFFFFFFFFF) for w in words)
+    return out
+
+
+def c_dtype(code, bits):
+    return struct.pack("<iBBH", 5, code, bits, 1)
+
+
+def c_str(s):
+    return struct.pack("<iQ", 65, len(s)) + s.encode()
+
+
+def c_shape(dims):
+    return struct.pack("<iQ", 69, len(dims)) + b"".join(struct.pack("<q", d) for d in dims)
+
+
+def c_tensor(shape, values):
+    data = b"".join(struct.pack("<f", v) for v in values)
+    return (struct.pack("<iQQiii", 70, 0xDD5E40F096B4A13F, 0, 1, 0, len(shape)) +
+            struct.pack("<BBH", 2, 32, 1) + b"".join(struct.pack("<q", d) for d in shape) +
+            struct.pack("<q", len(data)) + data)
+
+
+def relax_seeds():
+    builtins = ["vm.builtin.alloc_shape_heap", "vm.builtin.check_tensor_info",
+                "vm.builtin.match_shape", "vm.builtin.make_shape", "vm.builtin.alloc_storage",
+                "vm.builtin.alloc_tensor", "vm.builtin.reshape", "vm.builtin.make_tuple",
+                "vm.builtin.tuple_getitem", "vm.builtin.shape_of", "vm.builtin.read_if_cond",
+                "vm.builtin.copy", "vm.builtin.null_value", "vm.builtin.check_tuple_info"]
+    f = {n: i + 1 for i, n in enumerate(builtins)}
+    consts = [c_dtype(2, 32), c_dtype(1, 8), c_str("global"), c_str("ctx"), c_shape([6]),
+              c_tensor([2], [1.5, -2.0]), struct.pack("<iq", 1, 7), struct.pack("<id", 3, 0.5)]
+
+    def call(fn, args, dst=VOID):
+        return [1, dst, f[fn], len(args)] + args
+
+    code = [
+        call("vm.builtin.alloc_shape_heap", [reg(VMREG), imm(2)], 1),
+        call("vm.builtin.check_tensor_info", [reg(0), imm(2), const(0), const(3)]),
+        call("vm.builtin.match_shape", [reg(0), reg(1), imm(2), imm(1), imm(0), imm(0), imm(3),
+                                        const(3)]),
+        call("vm.builtin.make_shape", [reg(1), imm(2), imm(1), imm(0), imm(0), imm(3)], 2),
+        call("vm.builtin.alloc_storage", [reg(VMREG), const(4), imm(0), const(0), const(2)], 3),
+        call("vm.builtin.alloc_tensor", [reg(3), imm(0), reg(2), const(0)], 4),
+        call("vm.builtin.reshape", [reg(4), const(4)], 5),
+        call("vm.builtin.shape_of", [reg(5)], 6),
+        call("vm.builtin.read_if_cond", [imm(1)], 7),
+        [4, 7, 3],
+        call("vm.builtin.copy", [reg(5)], 8),
+        [3, 2],
+        call("vm.builtin.copy", [const(5)], 8),
+        call("vm.builtin.make_tuple", [reg(8), reg(6), const(6), const(7)], 9),
+        call("vm.builtin.check_tuple_info", [reg(9), imm(4), const(3)]),
+        call("vm.builtin.tuple_getitem", [reg(9), imm(0)], 10),
+        call("vm.builtin.null_value", [], 3),
+        [2, 9],
+    ]
+    funcs = [(1, "main", 0, len(code), 1, 11, ["x"])] + [(0, n, 0, 0, 0, 0, []) for n in builtins]
+    write("relax_exec", "builtins_main", relax_exec(funcs, consts, code))
+    write("relax_exec", "builtins_main_v1",
+          relax_exec(funcs, consts, code, magic=0xD225DE2F4214151D))
+    write("relax_exec", "bad_version", relax_exec(funcs, consts, code, version=b"0.13"))
+    small = [(1, "f", 0, 1, 0, 1, []), (0, "vm.builtin.null_value", 0, 0, 0, 0, [])]
+    write("relax_exec", "tiny", relax_exec(small, [], [[2, VOID]]))
+
+
 if __name__ == "__main__":
     graph_seeds()
     params_seeds()
     dtype_seeds()
     stream_seeds()
     library_bin_seeds()
+    relax_seeds()

@@ -57,10 +57,10 @@ def tensor_entry(name, array, file):
     return {"name": name, "dtype": str(array.dtype), "shape": list(array.shape), "file": file}
 
 
-def capture_error(fn):
-    """Run fn expecting TVM to raise; return {"kind": Python class name, "message": text}."""
+def capture_error(fn, *args):
+    """Run fn(*args) expecting TVM to raise; return {"kind": class name, "message": text}."""
     try:
-        fn()
+        fn(*args)
     except Exception as err:  # noqa: BLE001 - recording whatever TVM raised is the point
         return {"kind": type(err).__name__, "message": str(err).strip()}
     raise AssertionError("TVM accepted a call it was expected to refuse")
@@ -402,7 +402,8 @@ def build_relax(out):
                 run["outputs"].append(tensor_entry(str(i), v, f))
             io["runs"].append(run)
             # The same, one line per tensor, for plain C programs (bench/models' C driver):
-            #   input <name> <dlpack code> <bits> <ndim> <dims...> <file> | output <i> <bytes> <file>
+            #   input <name> <dlpack code> <bits> <ndim> <dims...> <file>
+            #   output <index> <bytes> <file>
             codes = {"i": 0, "u": 1, "f": 2}
             lines = [f"library {lib_name}"]
             for k, v in inputs.items():
@@ -427,13 +428,13 @@ def build_relax(out):
             (inputs[first].shape[0],) + tuple(s + 1 for s in inputs[first].shape[1:]), "float32"))
         bad_dtype = dict(args)
         bad_dtype[first] = tvm.runtime.tensor(inputs[first].astype("float64"))
+        forward = vm["forward"]
         io["errors"] = {
-            "wrong_shape": {"input": first, **capture_error(
-                lambda: vm["forward"](*bad_shape.values()))},
-            "wrong_dtype": {"input": first, **capture_error(
-                lambda: vm["forward"](*bad_dtype.values()))},
-            "wrong_arity": capture_error(lambda: vm["forward"](*list(args.values())[:-1]))
-            if len(args) > 1 else capture_error(lambda: vm["forward"]()),
+            "wrong_shape": {"input": first,
+                            **capture_error(forward, *bad_shape.values())},
+            "wrong_dtype": {"input": first,
+                            **capture_error(forward, *bad_dtype.values())},
+            "wrong_arity": capture_error(forward, *list(args.values())[:-1]),
         }
         (d / "io.json").write_text(json.dumps(io, indent=1) + "\n")
         summary[name] = {"kind": kind, "batches": batches,

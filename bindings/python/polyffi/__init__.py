@@ -2,7 +2,8 @@
 
 Layout: library (load + version check), value (Device, DataType, Array, Map), function
 (PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray;
-graph_module (GraphModule, compiled graph models).
+graph_module (GraphModule, compiled graph models); virtual_machine (VirtualMachine, relax VM
+executables from TVM 0.2x).
 """
 
 import atexit as _atexit
@@ -18,6 +19,7 @@ from .registry import (Module, _init_api, get_global_func, init_api, list_global
                        load_module, register_func, remove_global_func, system_lib)
 from .ndarray import NDArray
 from .graph_module import GraphModule
+from .virtual_machine import VirtualMachine
 from . import nd
 from . import errors
 
@@ -32,5 +34,5 @@ __all__ = [
     "Array", "Map", "Object", "DataType", "Device", "cpu", "device", "register_object",
     "PackedFunc", "convert", "Module", "get_global_func", "register_func",
     "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",
-    "system_lib", "NDArray", "nd", "errors", "GraphModule",
+    "system_lib", "NDArray", "nd", "errors", "GraphModule", "VirtualMachine",
 ]

@@ -19,6 +19,12 @@ class NDArrayObj final : public Object {
   /*! \brief Allocate a contiguous CPU array, 64-byte aligned. */
   static ObjectPtr<NDArrayObj> Empty(const std::vector<int64_t>& shape, DLDataType dtype,
                                      DLDevice dev);
+  /*!
+   * \brief A compact view of memory that owner keeps alive (a VM storage, another array):
+   *  no copy, no DLPack context. The caller vouches for data, shape and dtype.
+   */
+  static ObjectPtr<NDArrayObj> View(void* data, const int64_t* shape, int ndim, DLDataType dtype,
+                                    DLDevice dev, ObjectPtr<Object> owner);
   /*! \brief Take a DLPack tensor (its deleter runs exactly once, when this dies). */
   static ObjectPtr<NDArrayObj> FromDLPack(DLManagedTensor* managed);
   /*! \brief Export as DLPack; the result keeps this alive until its deleter runs. */
@@ -38,6 +44,9 @@ class NDArrayObj final : public Object {
   std::vector<int64_t> strides_;
   void* owned_data_ = nullptr;           // allocated here
   DLManagedTensor* producer_ = nullptr;  // from DLPack
+  ObjectPtr<Object> owner_;              // a view's owner (View)
+  static constexpr int kInlineDims = 4;  // a view's shape up to this rank needs no allocation
+  int64_t inline_shape_[kInlineDims];
 };
 
 /*!

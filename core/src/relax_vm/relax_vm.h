@@ -1,0 +1,216 @@
+// The relax virtual machine (TVM 0.27's `relax.VMExecutable` / `relax.VirtualMachine`): internal
+// declarations shared by the executable loader, the interpreter, storage and the builtins.
+//
+// Formats and semantics: ../shared/spec/TVM_FORMATS.md part 2, sections 3 and 4, checked against
+// TVM 0.27's runtime. Everything read from an executable is validated when it is loaded, so the
+// interpreter runs on decoded instructions whose register, constant and function indices and
+// jump targets are known to be in range.
+#ifndef POLYFFI_CORE_RELAX_VM_RELAX_VM_H_
+#define POLYFFI_CORE_RELAX_VM_RELAX_VM_H_
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "polyffi/container.h"
+#include "polyffi/function.h"
+#include "polyffi/module.h"
+#include "polyffi/ndarray.h"
+#include "polyffi/value.h"
+
+namespace polyffi {
+namespace relax_vm {
+
+// ---- Objects ----
+
+/*!
+ * \brief A shape: TVM's ShapeTuple (ffi.Shape in 0.27). Registered under the classic key
+ *  "runtime.ShapeTuple"; the index is looked up at run time, so it agrees with whatever index
+ *  the type table gives that key.
+ */
+class ShapeObj final : public Object {
+ public:
+  static uint32_t RuntimeTypeIndex();
+  /*! \brief n dimensions, uninitialised (shapes up to kInline dimensions need no allocation). */
+  explicit ShapeObj(size_t n) : Object(RuntimeTypeIndex()), size_(n) {
+    if (n <= kInline) {
+      data_ = inline_;
+    } else {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  ShapeObj(const int64_t* begin, const int64_t* end) : ShapeObj(static_cast<size_t>(end - begin)) {
+    std::copy(begin, end, data_);
+  }
+  int64_t* data() { return data_; }
+  const int64_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  int64_t ndim() const { return static_cast<int64_t>(size_); }
+
+ private:
+  static constexpr size_t kInline = 6;
+  int64_t* data_;
+  size_t size_;
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_;
+};
+
+/*! \brief Where a storage's bytes come from and go back to (pooled or plain). */
+class Allocator {
+ public:
+  enum Kind { kNaive = 1, kPooled = 2 };
+  /*! \brief The process-wide allocator of a kind (never destroyed). */
+  static Allocator* Get(int kind);
+  virtual ~Allocator() = default;
+  /*! \brief At least nbytes, 64-byte aligned; *actual gets the size to hand back to Free. */
+  virtual void* Alloc(size_t nbytes, size_t* actual) = 0;
+  virtual void Free(void* p, size_t actual) = 0;
+};
+
+/*! \brief A buffer from an allocator (TVM's vm.Storage); tensors are views into it. */
+class StorageObj final : public Object {
+ public:
+  static uint32_t RuntimeTypeIndex();
+  StorageObj(Allocator* alloc, size_t nbytes, DLDevice dev);
+  ~StorageObj() override;
+  void* data = nullptr;
+  size_t size = 0;  // usable bytes (the request)
+  DLDevice device;
+
+ private:
+  Allocator* alloc_;
+  size_t actual_ = 0;
+};
+
+/*! \brief A tensor of shape/dtype at byte offset in storage; keeps the storage alive. */
+ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int64_t offset,
+                                      const int64_t* shape, int ndim, DLDataType dtype);
+/*! \brief A view of t with a new shape (same element count); keeps owner (if any) alive. */
+ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
+                                  const ShapeObj& shape);
+
+/*! \brief A closure: a VM function, or a packed function with bound trailing arguments. */
+class ClosureObj final : public Object {
+ public:
+  static uint32_t RuntimeTypeIndex();
+  ClosureObj() : Object(RuntimeTypeIndex()) {}
+  std::string func_name;
+  int64_t vm_func = -1;              // a VM function of the executable, or
+  ObjectPtr<FunctionObj> packed;     // a packed function,
+  std::vector<RetValue> bound_args;  // called with these appended
+  bool include_return = true;        // false: the result is dropped (save_function)
+};
+
+// ---- Executable ----
+
+constexpr int64_t kBeginSpecialReg = int64_t{1} << 54;
+constexpr int64_t kVoidRegister = kBeginSpecialReg;
+constexpr int64_t kVMRegister = kBeginSpecialReg + 1;
+
+enum class Opcode : uint8_t { kCall = 1, kRet = 2, kGoto = 3, kIf = 4 };
+enum class ArgKind : uint8_t { kRegister = 0, kImmediate = 1, kConstIdx = 2, kFuncIdx = 3 };
+
+struct FuncInfo {
+  enum Kind : int32_t { kPackedFunc = 0, kVMFunc = 1, kVMTIRFunc = 2 };
+  int32_t kind = kPackedFunc;
+  std::string name;
+  int64_t start_instr = 0;
+  int64_t end_instr = 0;
+  int64_t num_args = 0;
+  int64_t register_file_size = 0;
+  std::vector<std::string> param_names;
+};
+
+struct InstrArg {
+  ArgKind kind;
+  int64_t value;
+};
+
+/*! \brief One decoded instruction. */
+struct Instr {
+  Opcode op;
+  int64_t a = 0;  // Call: dst; Ret: result register; Goto: pc offset; If: cond register
+  int64_t b = 0;  // Call: function index; If: false offset
+  uint32_t num_args = 0;
+  uint32_t arg_begin = 0;    // Call: first argument in Executable::args
+  uint32_t patch_begin = 0;  // Call: its register arguments in Executable::patches
+  uint32_t num_patches = 0;
+};
+
+/*! \brief A Call argument read from a register at run time: argument slot <- register. */
+struct RegPatch {
+  uint32_t slot;
+  int64_t reg;
+};
+
+/*! \brief A loaded executable: the tables of the blob plus the decoded, validated code. */
+struct Executable {
+  std::vector<FuncInfo> funcs;
+  std::unordered_map<std::string, int64_t> func_map;
+  std::vector<std::pair<int64_t, std::string>> memory_scopes;
+  /*! \brief Tensors (NDArray), Shapes (ShapeObj), strings, ints, floats, dtypes. */
+  std::vector<RetValue> constants;
+  std::vector<int64_t> instr_offset;
+  std::vector<int64_t> instr_data;
+  std::vector<Instr> instrs;
+  std::vector<InstrArg> args;
+  std::vector<RegPatch> patches;
+  size_t max_call_args = 0;
+
+  /*! \brief Parse and validate a blob (bounds-checked: a bad blob is a ValueError). */
+  static std::shared_ptr<const Executable> Load(const char* data, size_t size);
+  std::string Stats() const;
+  std::string AsText() const;
+};
+
+class VirtualMachine;
+
+/*! \brief The module of kind "relax.VMExecutable"; its imports are the kernel libraries. */
+class ExecutableModule final : public ModuleObj {
+ public:
+  explicit ExecutableModule(std::shared_ptr<const Executable> exec) : exec_(std::move(exec)) {}
+  std::string type_key() const override { return "relax.VMExecutable"; }
+  const std::shared_ptr<const Executable>& exec() const { return exec_; }
+
+ protected:
+  ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override;
+
+ private:
+  std::shared_ptr<const Executable> exec_;
+};
+
+/*! \brief Create the VM module ("relax.VirtualMachine") over an executable module. */
+ObjectPtr<ModuleObj> MakeVirtualMachine(ObjectPtr<ExecutableModule> exec);
+
+/*!
+ * \brief The VM a builtin was handed as its context argument (the %vm register): it must be a
+ *  VM running on this thread, so a stray pointer is an error rather than a crash.
+ */
+VirtualMachine* ContextVM(const Args& args, int i);
+/*! \brief A device of a VM by index (-1: the host, the last device) and its allocator. */
+void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** alloc);
+
+// ---- Argument helpers shared by the builtins and the VM ----
+
+/*! \brief The DLTensor of an NDArray or DLTensor handle argument, or null. */
+inline DLTensor* TensorArg(const Args& args, int i) {
+  int c = args.code(i);
+  if (c == kTVMNDArrayHandle || c == kTVMDLTensorHandle) {
+    return static_cast<DLTensor*>(args.value(i).v_handle);
+  }
+  return nullptr;
+}
+/*! \brief The ShapeObj at argument i, or null. */
+ShapeObj* ShapeArg(const Args& args, int i);
+/*! \brief The error context string at argument i (None gives ""). */
+std::string ErrorContext(const Args& args, int i);
+std::string ShapeString(const int64_t* shape, int64_t ndim);
+
+}  // namespace relax_vm
+}  // namespace polyffi
+#endif  // POLYFFI_CORE_RELAX_VM_RELAX_VM_H_
