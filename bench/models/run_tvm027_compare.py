@@ -26,6 +26,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "tvm_models" / "tvm027"
@@ -65,32 +66,45 @@ def runs():
 
 def run_json(cmd, threads, extra_env=None):
     env = dict(os.environ, TVM_NUM_THREADS=str(threads), **(extra_env or {}))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def instructions(cmd, loop, iters=200):
+def instructions(cmd, loop, library, iters=200):
+    """Instructions per iteration of the counted loop, in all and inside the model's kernels
+    (functions of the fixture library, as callgrind attributes them), with one thread."""
     env = dict(os.environ, TVM_NUM_THREADS="1", BENCH_COUNT_ITERS=str(iters))
-    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
-                           "--callgrind-out-file=/dev/null"] + [str(c) for c in cmd],
-                          check=True, capture_output=True, text=True, env=env)
-    line = next(x for x in proc.stderr.splitlines() if "Collected :" in x)
-    return int(line.split(":")[-1]) / iters
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
+                               f"--callgrind-out-file={out}"] + [str(c) for c in cmd],
+                              check=True, capture_output=True, text=True, env=env)
+        line = next(x for x in proc.stderr.splitlines() if "Collected :" in x)
+        total = int(line.split(":")[-1]) / iters
+        annotate = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True,
+                                  capture_output=True, text=True).stdout
+    kernels = 0
+    for row in annotate.splitlines():
+        fields = row.split()
+        if fields and row.rstrip().endswith(f"/{library}]") and fields[0][0].isdigit():
+            kernels += int(fields[0].replace(",", ""))
+    return total, kernels / iters
 
 
 def table(title, columns, rows):
     print(f"\n{title}")
     header = f"{'model':<13}{'batch':>6}" + "".join(
-        f"{c + ' polyffi':>17}{c + ' TVM':>13}{'ratio':>7}" for c in columns)
+        f"{c.removesuffix('_ns') + ' polyffi':>20}{c.removesuffix('_ns') + ' TVM':>16}{'ratio':>7}"
+        for c in columns)
     print(header)
     print("-" * len(header))
     for model, batch, med in rows:
         line = f"{model:<13}{batch:>6}"
         for key in columns:
             p, t = med["polyffi"][key], med["tvm"][key]
-            line += f"{p:>17.0f}{t:>13.0f}{p / t:>7.2f}"
+            line += f"{p:>20.0f}{t:>16.0f}{p / t:>7.2f}"
         print(line, flush=True)
 
 
@@ -104,6 +118,9 @@ def main():
     ap.add_argument("--no-python", action="store_true")
     ap.add_argument("--instructions", action="store_true",
                     help="C drivers only: count instructions with callgrind instead of timing")
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="per process: the median timed batch, or the fastest (on a loaded "
+                         "machine); across rounds always the median")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
@@ -113,7 +130,8 @@ def main():
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
     py_ours = subprocess.run([str(ROOT / "ci/python-env.sh")], check=True, capture_output=True,
                              text=True).stdout.strip() if not args.no_python else None
-    print(f"TVM_NUM_THREADS={args.threads}, {args.rounds} alternating rounds, median ns "
+    print(f"TVM_NUM_THREADS={args.threads}, {args.rounds} alternating rounds, "
+          f"{args.stat} of 9 timed batches per process, median over rounds "
           f"(polyffi vs TVM {manifest['tvm_version']} / tvm-ffi {manifest['tvm_ffi_version']}, "
           f"kernels compiled for {json.dumps(manifest['target'])})")
     results = {"c": [], "python": []}
@@ -125,22 +143,30 @@ def main():
             theirs = [theirs_c, env["TVM027_RUNTIME"], d, io]
             samples = {"polyffi": [], "tvm": []}
             if args.instructions:
+                library = next(x.split()[1] for x in (d / io).read_text().splitlines()
+                               if x.startswith("library "))
                 for name, cmd in (("polyffi", ours), ("tvm", theirs)):
-                    samples[name].append({
-                        "forward_ns": instructions(cmd, "counted_forward_loop"),
-                        "end_to_end_ns": instructions(cmd, "counted_end_to_end_loop")})
+                    fwd, kern = instructions(cmd, "counted_forward_loop", library)
+                    e2e, _ = instructions(cmd, "counted_end_to_end_loop", library)
+                    samples[name].append({"forward_ns": fwd, "end_to_end_ns": e2e,
+                                          "kernels": kern, "runtime_ns": fwd - kern})
             else:
                 for _ in range(args.rounds):
                     samples["polyffi"].append(run_json(ours + [args.min_ms], args.threads))
                     samples["tvm"].append(run_json(theirs + [args.min_ms], args.threads))
-            med = {k: {m: statistics.median(s[m] for s in v)
-                       for m in ("forward_ns", "end_to_end_ns")} for k, v in samples.items()}
+            sfx = "_min" if args.stat == "min" and not args.instructions else ""
+            keys = ("forward_ns", "end_to_end_ns") + (
+                ("runtime_ns", "kernels") if args.instructions else ())
+            med = {k: {m: statistics.median(s[m + sfx] for s in v) for m in keys}
+                   for k, v in samples.items()}
             rows.append((model, batch, med))
             results["c"].append({"model": model, "batch": batch, **med})
-        unit = "instructions (callgrind, 1 thread)" if args.instructions else "ns"
+        unit = "instructions (callgrind, 1 thread)" if args.instructions else f"ns, {args.stat}"
         table(f"From C ({unit}): forward = VM call on prebuilt tensors; "
-              "end_to_end = copy in + forward + copy out",
-              ["forward_ns", "end_to_end_ns"], rows)
+              "end_to_end = copy in + forward + copy out"
+              + ("; runtime = forward minus the model's kernels" if args.instructions else ""),
+              ["forward_ns", "end_to_end_ns"] + (["runtime_ns"] if args.instructions else []),
+              rows)
 
     if not args.no_python and not args.instructions:
         rows = []
@@ -153,11 +179,12 @@ def main():
                     {"POLYFFI_TEST_LIB_DIR": str(pathlib.Path(args.build) / "lib")}))
                 samples["tvm"].append(run_json(
                     [env["TVM027_PYTHON"], script, "tvm", d, batch, args.min_ms], args.threads))
-            med = {k: {m: statistics.median(s[m] for s in v) for m in ("forward_ns", "numpy_ns")}
-                   for k, v in samples.items()}
+            sfx = "_min" if args.stat == "min" else ""
+            med = {k: {m: statistics.median(s[m + sfx] for s in v)
+                       for m in ("forward_ns", "numpy_ns")} for k, v in samples.items()}
             rows.append((model, batch, med))
             results["python"].append({"model": model, "batch": batch, **med})
-        table("From Python (ns): forward = vm['forward'](*runtime arrays); "
+        table(f"From Python (ns, {args.stat}): forward = vm['forward'](*runtime arrays); "
               "numpy = vm['forward'](*numpy).numpy()", ["forward_ns", "numpy_ns"], rows)
     if args.json_out:
         pathlib.Path(args.json_out).write_text(json.dumps(results, indent=1) + "\n")

@@ -1,6 +1,7 @@
 // NDArray allocation, DLPack exchange and the globals bindings use to reach the object.
 #include "polyffi/ndarray.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -101,13 +102,18 @@ ObjectPtr<NDArrayObj> NDArrayObj::Empty(const std::vector<int64_t>& shape, DLDat
 ObjectPtr<NDArrayObj> NDArrayObj::View(void* data, const int64_t* shape, int ndim, DLDataType dtype,
                                        DLDevice dev, ObjectPtr<Object> owner) {
   auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
-  arr->shape_.assign(shape, shape + ndim);
+  if (ndim <= kInlineDims) {
+    std::copy(shape, shape + ndim, arr->inline_shape_);
+    arr->tensor.shape = arr->inline_shape_;
+  } else {
+    arr->shape_.assign(shape, shape + ndim);
+    arr->tensor.shape = arr->shape_.data();
+  }
   arr->owner_ = std::move(owner);
   arr->tensor.data = data;
   arr->tensor.device = dev;
   arr->tensor.ndim = ndim;
   arr->tensor.dtype = dtype;
-  arr->tensor.shape = arr->shape_.data();
   arr->tensor.strides = nullptr;
   arr->tensor.byte_offset = 0;
   return arr;

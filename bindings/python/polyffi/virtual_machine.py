@@ -6,72 +6,98 @@ Built on the executable module's own protocol, as ``tvm.relax.VirtualMachine`` d
     vm = polyffi.VirtualMachine(lib, polyffi.cpu())  # vm_load_executable + vm_initialization
     y = vm["forward"](x).numpy()                    # or vm.invoke("forward", x)
 
-Arguments: NDArrays pass as they are; numpy arrays (and any ``__dlpack__`` producer) pass
-zero-copy when their data is C-contiguous and 64-byte aligned, and are otherwise copied into a new
-aligned NDArray first: the kernels TVM compiles assume 64-byte-aligned buffers without checking
-(TVM's own runtime crashes on a misaligned view), so a misaligned array is never handed to them.
+Arguments: NDArrays pass as they are. A numpy array (or any buffer / ``__dlpack__`` producer)
+travels as a borrowed view that the VM copies into an aligned array of its own, so the caller's
+array may be reused at once; a C-contiguous numpy array of 16 KiB or more whose data is 64-byte
+aligned is passed zero-copy instead (wrapped as an NDArray that keeps it alive). TVM's kernels
+assume 64-byte-aligned buffers without checking (TVM's own runtime crashes on a misaligned
+view); polyffi never hands them one: misaligned NDArrays are staged through an aligned copy.
 Lists and tuples become runtime Arrays (tuple parameters); ints, floats and shapes pass as values.
-Results: an NDArray, or a tuple of results for a relax Tuple. A result stays valid after the next
-call (it holds its own storage). Wrong shapes, dtypes or argument counts raise the VM's error
-(ValueError, TypeError, RuntimeError, ...) naming the parameter.
+Results: an NDArray, or a ``polyffi.Array`` (a Sequence) of results for a relax Tuple, as TVM
+returns them. A result stays valid after the next call (it holds its own storage). Wrong shapes,
+dtypes or argument counts raise the VM's error (ValueError, TypeError, RuntimeError, ...) naming
+the parameter.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _core
-from .ndarray import NDArray, empty
+from .ndarray import NDArray
 from .registry import Module
 from .value import Array, Device, cpu
 
 #: TVM's allocator kinds for vm_initialization: 1 naive, 2 pooled (TVM's default).
 _ALLOCATORS = {"naive": 1, "pooled": 2}
 _ALIGN = 64
+#: Below this many bytes the VM's own copy (a memcpy in C) is cheaper than wrapping the array.
+_ZERO_COPY_MIN = 16384
 
-try:  # numpy is optional for the binding; without it only NDArrays can be passed
+try:  # numpy is optional for the binding
     import numpy as _np
+
+    _ndarray_type: Any = _np.ndarray
 except ImportError:  # pragma: no cover
     _np = None
+    _ndarray_type = None
 
 
-def _aligned_copy(arr: Any, device: Device) -> NDArray:
-    """A new 64-byte-aligned NDArray on device holding a C-contiguous copy of a numpy array."""
-    src = _np.ascontiguousarray(arr)
-    dtype = "bool" if src.dtype == _np.bool_ else str(src.dtype)
-    out = empty(src.shape, dtype, device)
-    out._copy_from_buffer(src)
-    return out
+def _zero_copy(arr: Any) -> Optional[NDArray]:
+    """arr as an NDArray over the same memory, or None when it cannot be (then it is copied)."""
+    if not arr.flags.c_contiguous:
+        return None
+    try:
+        view = _core.nd_from_dlpack(arr)
+    except BufferError:  # read-only, or a dtype DLPack cannot carry: the call path decides
+        return None
+    return view if view.data_ptr % _ALIGN == 0 else None
 
 
-def _convert_arg(value: Any, device: Device) -> Any:
-    if isinstance(value, _core.NDArrayBase):
-        if value.data_ptr % _ALIGN == 0:
-            return value
-        host = value.numpy()  # an unaligned view (e.g. from_dlpack of an odd slice): copy
-        return _aligned_copy(host, device)
-    if _np is not None and isinstance(value, _np.ndarray):
-        if (value.flags.c_contiguous and value.ctypes.data % _ALIGN == 0
-                and device.device_type == 1 and value.dtype.byteorder in "=|"):
-            try:
-                return _core.nd_from_dlpack(value)  # zero-copy: the NDArray keeps value alive
-            except BufferError:  # e.g. a read-only array, which DLPack cannot export
-                pass
-        if value.dtype == object:
-            raise TypeError("VirtualMachine: numpy arrays of dtype object cannot be passed")
-        return _aligned_copy(value, device)
-    if isinstance(value, (list, tuple)):
-        return Array([_convert_arg(v, device) for v in value])
-    if (hasattr(value, "__dlpack__") and not isinstance(value, _core.ObjectBase)
-            and _np is not None):
-        return _convert_arg(_np.from_dlpack(value), device)
+def _convert_arg(value: Any) -> Any:
+    """The argument the VM function receives for value (see the module docstring)."""
+    t = type(value)
+    if t is _ndarray_type:
+        if value.nbytes >= _ZERO_COPY_MIN:
+            view = _zero_copy(value)
+            if view is not None:
+                return view
+        return value
+    if t is list or t is tuple:
+        return Array([_convert_arg(v) for v in value])
     return value
 
 
-def _convert_result(value: Any) -> Any:
-    if isinstance(value, Array):
-        return tuple(_convert_result(v) for v in value)
-    return value
+def _prepare(args: Sequence[Any]) -> Sequence[Any]:
+    """args unchanged unless one of them needs converting (the common case costs a type check)."""
+    out = None
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is NDArray:
+            continue
+        if t is _ndarray_type:
+            if a.nbytes < _ZERO_COPY_MIN:
+                continue
+        elif t is not list and t is not tuple:
+            continue
+        if out is None:
+            out = list(args)
+        out[i] = _convert_arg(a)
+    return args if out is None else out
+
+
+def _call(f: Any, args: Sequence[Any]) -> Any:
+    try:
+        return f(*_prepare(args))
+    except BufferError:
+        # The binding cannot view a read-only numpy array (DLPack has no read-only flag): pass
+        # a copy of each such array; anything else is the caller's error, raised as it came.
+        if _np is None or not any(type(a) is _ndarray_type and not a.flags.writeable
+                                  for a in args):
+            raise
+        copies = [a.copy() if type(a) is _ndarray_type and not a.flags.writeable else a
+                  for a in args]
+        return f(*_prepare(copies))
 
 
 class VirtualMachine:
@@ -120,17 +146,15 @@ class VirtualMachine:
         return f
 
     def invoke(self, name: str, *args: Any) -> Any:
-        """Run function ``name`` with ``args``; an NDArray, or a tuple for a tuple result."""
-        f = self._function(name)
-        dev = self.device
-        return _convert_result(f(*[_convert_arg(a, dev) for a in args]))
+        """Run function ``name``; an NDArray, or an Array (a Sequence) for a tuple result."""
+        return _call(self._function(name), args)
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
+        """The function ``name`` as a callable (looked up once; call it many times)."""
         f = self._function(name)
-        dev = self.device
 
         def call(*args: Any) -> Any:
-            return _convert_result(f(*[_convert_arg(a, dev) for a in args]))
+            return _call(f, args)
 
         call.__name__ = name
         call.__doc__ = f"The VM function {name!r}."
@@ -158,14 +182,14 @@ class VirtualMachine:
             if missing:
                 raise TypeError(f"set_input: missing parameter {', '.join(missing)}")
             args = tuple(given)
-        self.module["set_input"](func_name, *[_convert_arg(a, self.device) for a in args])
+        _call(self.module["set_input"], (func_name,) + tuple(args))
 
     def invoke_stateful(self, func_name: str) -> None:
         """Run ``func_name`` on the inputs given to set_input; read results with get_outputs."""
         self.module["invoke_stateful"](func_name)
 
     def get_outputs(self, func_name: str) -> Any:
-        """The result of the last invoke_stateful(func_name): an NDArray or a tuple."""
+        """The result of the last invoke_stateful(func_name): an NDArray or a tuple of them."""
         arity = self.module["get_output_arity"](func_name)
         if arity == -1:
             return self.module["get_output"](func_name)

@@ -45,6 +45,8 @@ class NDArrayObj final : public Object {
   void* owned_data_ = nullptr;           // allocated here
   DLManagedTensor* producer_ = nullptr;  // from DLPack
   ObjectPtr<Object> owner_;              // a view's owner (View)
+  static constexpr int kInlineDims = 4;  // a view's shape up to this rank needs no allocation
+  int64_t inline_shape_[kInlineDims];
 };
 
 /*!

@@ -40,10 +40,10 @@ DLDataType DTypeArg(const Args& args, int i) {
   return ParseDataType(args.Str(i));
 }
 
-const std::vector<int64_t>& ShapeOf(const Args& args, int i) {
+const ShapeObj& ShapeOf(const Args& args, int i) {
   ShapeObj* s = ShapeArg(args, i);
   if (s == nullptr) args.Mismatch(i, "runtime.ShapeTuple");
-  return s->data;
+  return *s;
 }
 
 /*! \brief The shape heap (an int64 vector) or None. */
@@ -85,6 +85,12 @@ std::ostream& operator<<(std::ostream& os, const LazyContext& c) {
   return os << ErrorContext(c.args, c.index);
 }
 
+/*! \brief Args::Int with the common case (a plain int) inline: builtins read many of them. */
+inline int64_t IntArg(const Args& args, int i) {
+  if (args.code(i) == kTVMArgInt) return args.value(i).v_int64;
+  return args.Int(i);
+}
+
 /*! \brief Whether argument i names the global memory scope (or none). */
 bool IsGlobalScope(const Args& args, int i) {
   if (args.code(i) == kTVMNullptr) return true;
@@ -108,8 +114,11 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_shape_heap", [](const Args& args, RetValue
   DLDevice dev;
   Allocator* alloc;
   VMDevice(vm, -1, &dev, &alloc);
-  int64_t size = args.Int(1);
-  rv->SetObject(NDArrayObj::Empty({size}, DLDataType{kDLInt, 64, 1}, dev));
+  int64_t size = IntArg(args, 1);
+  // From the VM's allocator, like every other buffer of a call.
+  DLDataType i64{kDLInt, 64, 1};
+  size_t nbytes = CheckedBytes(&size, 1, i64);
+  rv->SetObject(TensorInStorage(MakeObject<StorageObj>(alloc, nbytes, dev), 0, &size, 1, i64));
 });
 
 // match_shape(value, heap, ndim, (code, v) x ndim, err_ctx): codes 0 assert == v, 1 store to
@@ -122,13 +131,13 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
     shape = t->shape;
     ndim = t->ndim;
   } else if (ShapeObj* s = ShapeArg(args, 0)) {
-    shape = s->data.data();
-    ndim = static_cast<int64_t>(s->data.size());
+    shape = s->data();
+    ndim = s->ndim();
   } else {
     args.Mismatch(0, "Tensor or Shape");
   }
   Heap heap = HeapArg(args, 1);
-  int64_t size = args.Int(2);
+  int64_t size = IntArg(args, 2);
   if (size < 0 || size > (args.size() - 3) / 2) {
     Throw("TypeError", args.fname(), ": ", size, " dimensions need ", 3 + 2 * size,
           " arguments but got ", args.size());
@@ -139,8 +148,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
           size, " dimensions but got ", ndim, " (input shape ", ShapeString(shape, ndim), ")");
   }
   for (int64_t i = 0; i < size; ++i) {
-    int64_t code = args.Int(static_cast<int>(3 + i * 2));
-    int64_t reg = args.Int(static_cast<int>(4 + i * 2));
+    int64_t code = IntArg(args, static_cast<int>(3 + i * 2));
+    int64_t reg = IntArg(args, static_cast<int>(4 + i * 2));
     switch (code) {
       case 0:
         if (shape[i] != reg) {
@@ -170,9 +179,9 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
 // match_prim_value(value, heap, code, reg, err_ctx): match_shape for one integer.
 POLYFFI_CORE_GLOBAL("vm.builtin.match_prim_value", [](const Args& args, RetValue*) {
   args.CheckMinArity(4);
-  int64_t value = args.Int(0);
+  int64_t value = IntArg(args, 0);
   Heap heap = HeapArg(args, 1);
-  int64_t code = args.Int(2), reg = args.Int(3);
+  int64_t code = IntArg(args, 2), reg = IntArg(args, 3);
   const LazyContext ctx{args, 4};
   switch (code) {
     case 0:
@@ -202,31 +211,32 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_prim_value", [](const Args& args, RetValue
 POLYFFI_CORE_GLOBAL("vm.builtin.make_shape", [](const Args& args, RetValue* rv) {
   args.CheckMinArity(2);
   Heap heap = HeapArg(args, 0);
-  int64_t size = args.Int(1);
+  int64_t size = IntArg(args, 1);
   if (size < 0 || size > (args.size() - 2) / 2) {
     Throw("TypeError", args.fname(), ": ", size, " dimensions need ", 2 + 2 * size,
           " arguments but got ", args.size());
   }
-  std::vector<int64_t> shape(size);
+  auto shape = MakeObject<ShapeObj>(static_cast<size_t>(size));
+  int64_t* dims = shape->data();
   for (int64_t i = 0; i < size; ++i) {
-    int64_t code = args.Int(static_cast<int>(2 + i * 2));
-    int64_t reg = args.Int(static_cast<int>(3 + i * 2));
+    int64_t code = IntArg(args, static_cast<int>(2 + i * 2));
+    int64_t reg = IntArg(args, static_cast<int>(3 + i * 2));
     if (code == 0) {
-      shape[i] = reg;
+      dims[i] = reg;
     } else if (code == 1) {
-      shape[i] = heap.At(reg, args.fname());
+      dims[i] = heap.At(reg, args.fname());
     } else {
       Throw("ValueError", args.fname(), ": unknown make shape code ", code);
     }
   }
-  rv->SetObject(MakeObject<ShapeObj>(std::move(shape)));
+  rv->SetObject(std::move(shape));
 });
 
 // make_prim_value(heap, code, reg) -> int.
 POLYFFI_CORE_GLOBAL("vm.builtin.make_prim_value", [](const Args& args, RetValue* rv) {
   args.CheckArity(3);
   Heap heap = HeapArg(args, 0);
-  int64_t code = args.Int(1), reg = args.Int(2);
+  int64_t code = IntArg(args, 1), reg = IntArg(args, 2);
   if (code == 0) return rv->SetInt(reg);
   if (code == 1) return rv->SetInt(heap.At(reg, args.fname()));
   Throw("ValueError", args.fname(), ": unknown make shape code ", code);
@@ -235,7 +245,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.make_prim_value", [](const Args& args, RetValue*
 // check_tensor_info(value, ndim, [dtype], err_ctx).
 POLYFFI_CORE_GLOBAL("vm.builtin.check_tensor_info", [](const Args& args, RetValue*) {
   if (args.size() != 3) args.CheckArity(4);
-  int64_t ndim = args.Int(1);
+  int64_t ndim = IntArg(args, 1);
   bool has_dtype = args.size() == 4 && args.code(2) != kTVMNullptr;
   const LazyContext ctx{args, args.size() - 1};
   DLTensor* t = TensorArg(args, 0);
@@ -266,9 +276,9 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_shape_info", [](const Args& args, RetValue
   const LazyContext ctx{args, 2};
   ShapeObj* s = ShapeArg(args, 0);
   if (s == nullptr) Throw("TypeError", ctx, " expect a Shape but get ", TypeCodeName(args.code(0)));
-  int64_t ndim = args.Int(1);
-  if (ndim != -1 && static_cast<int64_t>(s->data.size()) != ndim) {
-    Throw("ValueError", ctx, " expect Shape with ndim ", ndim, " but get ", s->data.size());
+  int64_t ndim = IntArg(args, 1);
+  if (ndim != -1 && s->ndim() != ndim) {
+    Throw("ValueError", ctx, " expect Shape with ndim ", ndim, " but get ", s->ndim());
   }
 });
 
@@ -307,7 +317,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_tuple_info", [](const Args& args, RetValue
     Throw("TypeError", ctx, " expect a Tuple but get ",
           o ? TypeIndex2Key(o->type_index()) : std::string(TypeCodeName(args.code(0))));
   }
-  int64_t size = args.Int(1);
+  int64_t size = IntArg(args, 1);
   int64_t n = static_cast<int64_t>(static_cast<ArrayObj*>(o)->items.size());
   if (n != size) {
     Throw("ValueError", ctx, " expect a Tuple with ", size, " elements,  but get a Tuple with ", n,
@@ -330,10 +340,10 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_func_info", [](const Args& args, RetValue*
 POLYFFI_CORE_GLOBAL("vm.builtin.alloc_storage", [](const Args& args, RetValue* rv) {
   args.CheckArity(5);
   VirtualMachine* vm = ContextVM(args, 0);
-  const std::vector<int64_t>& shape = ShapeOf(args, 1);
+  const ShapeObj& shape = ShapeOf(args, 1);
   DLDevice dev;
   Allocator* alloc;
-  VMDevice(vm, args.Int(2), &dev, &alloc);
+  VMDevice(vm, IntArg(args, 2), &dev, &alloc);
   DLDataType hint = DTypeArg(args, 3);
   if (!IsGlobalScope(args, 4)) {
     Throw("ValueError", args.fname(), ": memory scope '", args.Str(4),
@@ -352,14 +362,15 @@ POLYFFI_CORE_GLOBAL("vm.builtin.alloc_tensor", [](const Args& args, RetValue* rv
     args.Mismatch(0, "vm.Storage");
   }
   auto storage = ObjectPtr<StorageObj>::Borrow(static_cast<StorageObj*>(o));
-  int64_t offset = args.Int(1);
-  const std::vector<int64_t>& shape = ShapeOf(args, 2);
+  int64_t offset = IntArg(args, 1);
+  const ShapeObj& shape = ShapeOf(args, 2);
   DLDataType dtype = DTypeArg(args, 3);
   if (args.size() == 5 && !IsGlobalScope(args, 4)) {
     Throw("ValueError", args.fname(), ": memory scope '", args.Str(4),
           "' is not available on the CPU (only \"global\")");
   }
-  rv->SetObject(TensorInStorage(storage, offset, shape, dtype));
+  rv->SetObject(
+      TensorInStorage(storage, offset, shape.data(), static_cast<int>(shape.ndim()), dtype));
 });
 
 POLYFFI_CORE_GLOBAL("vm.builtin.null_value", [](const Args& args, RetValue* rv) {
@@ -377,7 +388,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.make_tuple", [](const Args& args, RetValue* rv) 
 POLYFFI_CORE_GLOBAL("vm.builtin.tuple_getitem", [](const Args& args, RetValue* rv) {
   args.CheckArity(2);
   auto arr = args.ObjAs<ArrayObj>(0);
-  int64_t i = args.Int(1);
+  int64_t i = IntArg(args, 1);
   int64_t n = static_cast<int64_t>(arr->items.size());
   if (i < 0 || i >= n) Throw("IndexError", "tuple index ", i, " out of range [0, ", n, ")");
   rv->CopyFrom(arr->items[i]);
@@ -386,7 +397,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.tuple_getitem", [](const Args& args, RetValue* r
 POLYFFI_CORE_GLOBAL("vm.builtin.tuple_reset_item", [](const Args& args, RetValue*) {
   args.CheckArity(2);
   auto arr = args.ObjAs<ArrayObj>(0);
-  int64_t i = args.Int(1);
+  int64_t i = IntArg(args, 1);
   int64_t n = static_cast<int64_t>(arr->items.size());
   if (i < 0 || i >= n) Throw("IndexError", "tuple index ", i, " out of range [0, ", n, ")");
   arr->items[i].SetNull();

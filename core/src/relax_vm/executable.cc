@@ -195,7 +195,7 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
         break;
       case kConstShape: {
         std::vector<int64_t> dims = r.I64Vector("shape constant");
-        c.SetObject(MakeObject<ShapeObj>(std::move(dims)));
+        c.SetObject(MakeObject<ShapeObj>(dims.data(), dims.data() + dims.size()));
         break;
       }
       case kConstStr:
@@ -275,6 +275,14 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
           }
           exec->args.push_back(arg);
         }
+        in.patch_begin = static_cast<uint32_t>(exec->patches.size());
+        for (int64_t k = 0; k < nargs; ++k) {
+          const InstrArg& arg = exec->args[in.arg_begin + k];
+          if (arg.kind == ArgKind::kRegister && arg.value >= 0 && arg.value < kBeginSpecialReg) {
+            exec->patches.push_back(RegPatch{static_cast<uint32_t>(k), arg.value});
+          }
+        }
+        in.num_patches = static_cast<uint32_t>(exec->patches.size() - in.patch_begin);
         if (in.b < 0 || in.b >= nfunc_total) {
           Corrupt("instruction " + std::to_string(pc) + " calls function " + std::to_string(in.b) +
                   " of " + std::to_string(nfunc_total));
@@ -394,8 +402,8 @@ std::string Executable::Stats() const {
         os << ShapeString(t.shape, t.ndim);
       }
     } else if (c.type_code() == kTVMObjectHandle) {
-      const auto& d = static_cast<ShapeObj*>(c.object())->data;
-      os << "shapetuple" << ShapeString(d.data(), static_cast<int64_t>(d.size()));
+      const auto* d = static_cast<ShapeObj*>(c.object());
+      os << "shapetuple" << ShapeString(d->data(), d->ndim());
     } else if (c.type_code() == kTVMStr) {
       os << "\"" << c.str() << "\"";
     } else if (c.type_code() == kTVMArgInt) {

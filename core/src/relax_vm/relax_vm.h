@@ -8,6 +8,7 @@
 #ifndef POLYFFI_CORE_RELAX_VM_RELAX_VM_H_
 #define POLYFFI_CORE_RELAX_VM_RELAX_VM_H_
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,11 +35,29 @@ namespace relax_vm {
 class ShapeObj final : public Object {
  public:
   static uint32_t RuntimeTypeIndex();
-  explicit ShapeObj(std::vector<int64_t> dims)
-      : Object(RuntimeTypeIndex()), data(std::move(dims)) {}
-  ShapeObj(const int64_t* begin, const int64_t* end)
-      : Object(RuntimeTypeIndex()), data(begin, end) {}
-  std::vector<int64_t> data;
+  /*! \brief n dimensions, uninitialised (shapes up to kInline dimensions need no allocation). */
+  explicit ShapeObj(size_t n) : Object(RuntimeTypeIndex()), size_(n) {
+    if (n <= kInline) {
+      data_ = inline_;
+    } else {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  ShapeObj(const int64_t* begin, const int64_t* end) : ShapeObj(static_cast<size_t>(end - begin)) {
+    std::copy(begin, end, data_);
+  }
+  int64_t* data() { return data_; }
+  const int64_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  int64_t ndim() const { return static_cast<int64_t>(size_); }
+
+ private:
+  static constexpr size_t kInline = 6;
+  int64_t* data_;
+  size_t size_;
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_;
 };
 
 /*! \brief Where a storage's bytes come from and go back to (pooled or plain). */
@@ -70,10 +89,10 @@ class StorageObj final : public Object {
 
 /*! \brief A tensor of shape/dtype at byte offset in storage; keeps the storage alive. */
 ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int64_t offset,
-                                      const std::vector<int64_t>& shape, DLDataType dtype);
+                                      const int64_t* shape, int ndim, DLDataType dtype);
 /*! \brief A view of t with a new shape (same element count); keeps owner (if any) alive. */
 ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
-                                  const std::vector<int64_t>& shape);
+                                  const ShapeObj& shape);
 
 /*! \brief A closure: a VM function, or a packed function with bound trailing arguments. */
 class ClosureObj final : public Object {
@@ -118,7 +137,15 @@ struct Instr {
   int64_t a = 0;  // Call: dst; Ret: result register; Goto: pc offset; If: cond register
   int64_t b = 0;  // Call: function index; If: false offset
   uint32_t num_args = 0;
-  uint32_t arg_begin = 0;  // Call: first argument in Executable::args
+  uint32_t arg_begin = 0;    // Call: first argument in Executable::args
+  uint32_t patch_begin = 0;  // Call: its register arguments in Executable::patches
+  uint32_t num_patches = 0;
+};
+
+/*! \brief A Call argument read from a register at run time: argument slot <- register. */
+struct RegPatch {
+  uint32_t slot;
+  int64_t reg;
 };
 
 /*! \brief A loaded executable: the tables of the blob plus the decoded, validated code. */
@@ -132,6 +159,7 @@ struct Executable {
   std::vector<int64_t> instr_data;
   std::vector<Instr> instrs;
   std::vector<InstrArg> args;
+  std::vector<RegPatch> patches;
   size_t max_call_args = 0;
 
   /*! \brief Parse and validate a blob (bounds-checked: a bad blob is a ValueError). */

@@ -4,9 +4,11 @@
 // The pooled allocator is TVM's: sizes rounded up to 4096 bytes, freed buffers kept per size
 // and handed out again. It is process-wide and never destroyed (as TVM's MemoryManager), so a
 // storage that outlives its VM (an output the caller still holds) can always be returned to it.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "polyffi/error.h"
@@ -33,6 +35,23 @@ class NaiveAllocator final : public Allocator {
   void Free(void* p, size_t) override { std::free(p); }
 };
 
+/*!
+ * \brief A lock for the pool's short critical sections (a lookup and a push or pop): cheaper
+ *  than a mutex on the path every storage of every call takes; waiters yield.
+ */
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.exchange(true, std::memory_order_acquire)) {
+      while (flag_.load(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
 class PooledAllocator final : public Allocator {
  public:
   static constexpr size_t kPage = 4096;
@@ -41,7 +60,7 @@ class PooledAllocator final : public Allocator {
     size_t size = (std::max<size_t>(nbytes, 1) + kPage - 1) / kPage * kPage;
     *actual = size;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<SpinLock> lock(mu_);
       auto it = pool_.find(size);
       if (it != pool_.end() && !it->second.empty()) {
         void* p = it->second.back();
@@ -52,12 +71,12 @@ class PooledAllocator final : public Allocator {
     return AlignedAlloc(size);
   }
   void Free(void* p, size_t actual) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     pool_[actual].push_back(p);
   }
 
  private:
-  std::mutex mu_;
+  SpinLock mu_;
   std::unordered_map<size_t, std::vector<void*>> pool_;
 };
 
@@ -98,25 +117,24 @@ StorageObj::StorageObj(Allocator* alloc, size_t nbytes, DLDevice dev)
 StorageObj::~StorageObj() { alloc_->Free(data, actual_); }
 
 ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int64_t offset,
-                                      const std::vector<int64_t>& shape, DLDataType dtype) {
+                                      const int64_t* shape, int ndim, DLDataType dtype) {
   if (dtype.bits == 0 || dtype.lanes == 0 || (dtype.bits % 8 != 0 && dtype.bits != 1)) {
     Throw("ValueError", "vm.builtin.alloc_tensor: unsupported dtype (code ", int(dtype.code),
           ", bits ", int(dtype.bits), ", lanes ", dtype.lanes, ")");
   }
-  size_t need = CheckedBytes(shape.data(), static_cast<int>(shape.size()), dtype);
+  size_t need = CheckedBytes(shape, ndim, dtype);
   if (offset < 0 || static_cast<uint64_t>(offset) > storage->size ||
       need > storage->size - static_cast<uint64_t>(offset)) {
     Throw("ValueError", "storage allocation failure, attempted to allocate ", need,
           " bytes at offset ", offset, " in a region of ", storage->size, " bytes");
   }
   // The offset goes into the data pointer: TVM's kernels require byte_offset == 0.
-  return NDArrayObj::View(static_cast<char*>(storage->data) + offset, shape.data(),
-                          static_cast<int>(shape.size()), dtype, storage->device,
-                          ObjectPtr<Object>::Borrow(storage.get()));
+  return NDArrayObj::View(static_cast<char*>(storage->data) + offset, shape, ndim, dtype,
+                          storage->device, ObjectPtr<Object>::Borrow(storage.get()));
 }
 
 ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
-                                  const std::vector<int64_t>& shape) {
+                                  const ShapeObj& shape) {
   size_t old_bytes = CompactBytes(t);
   size_t new_bytes = CheckedBytes(shape.data(), static_cast<int>(shape.size()), t.dtype);
   if (old_bytes != new_bytes) {

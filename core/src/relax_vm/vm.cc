@@ -69,7 +69,7 @@ class VirtualMachine final : public ModuleObj {
   }
   /*! \brief Run bytecode function fidx on these arguments. */
   void InvokeBytecode(int64_t fidx, const TVMValue* values, const int* codes, int n, RetValue* rv);
-  void RunCall(Frame* frame, const Instr& in);
+  __attribute__((always_inline)) inline void RunCall(Frame* frame, const Instr& in);
   /*! \brief Call a function or closure (args, then the closure's bound arguments). */
   void InvokeClosure(Object* callee, TVMValue* values, int* codes, int n, RetValue* rv);
   /*! \brief Call from outside: lock, check, mark active. */
@@ -290,19 +290,28 @@ void VirtualMachine::InvokeBytecode(int64_t fidx, const TVMValue* values, const 
   }
 }
 
-void VirtualMachine::RunCall(Frame* frame, const Instr& in) {
+inline void VirtualMachine::RunCall(Frame* frame, const Instr& in) {
   TVMValue* values = frame->values.data();
   int* codes = frame->codes.data();
-  const InstrArg* args = exec_->args.data() + in.arg_begin;
-  const TVMValue* pre_values = arg_values_.data() + in.arg_begin;
-  const int* pre_codes = arg_codes_.data() + in.arg_begin;
   const int n = static_cast<int>(in.num_args);
-  for (int k = 0; k < n; ++k) {
-    if (args[k].kind == ArgKind::kRegister && args[k].value < kBeginSpecialReg) {
-      frame->regs[args[k].value].AsArg(&values[k], &codes[k], &frame->bytes[k]);
+  // Everything but the registers was prepared at initialisation; then the registers.
+  if (n != 0) {
+    std::memcpy(values, arg_values_.data() + in.arg_begin, n * sizeof(TVMValue));
+    std::memcpy(codes, arg_codes_.data() + in.arg_begin, n * sizeof(int));
+  }
+  const RegPatch* p = exec_->patches.data() + in.patch_begin;
+  const RegPatch* p_end = p + in.num_patches;
+  for (; p != p_end; ++p) {
+    const RetValue& r = frame->regs[p->reg];
+    const int code = r.type_code();
+    if (code == kTVMNDArrayHandle) {
+      values[p->slot].v_handle = &static_cast<NDArrayObj*>(r.object())->tensor;
+      codes[p->slot] = code;
+    } else if (code == kTVMStr || code == kTVMBytes) {
+      r.AsArg(&values[p->slot], &codes[p->slot], &frame->bytes[p->slot]);
     } else {
-      values[k] = pre_values[k];
-      codes[k] = pre_codes[k];
+      values[p->slot] = r.value();
+      codes[p->slot] = code;
     }
   }
   const PoolEntry& e = func_pool_[in.b];
