@@ -192,6 +192,9 @@ ObjectPtr<ModuleObj> MakeVirtualMachine(ObjectPtr<ExecutableModule> exec);
  *  VM running on this thread, so a stray pointer is an error rather than a crash.
  */
 VirtualMachine* ContextVM(const Args& args, int i);
+/*! \brief Call a function or VM closure on a VM (args, then the closure's bound arguments). */
+void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes, int n,
+                     RetValue* rv);
 /*! \brief A device of a VM by index (-1: the host, the last device) and its allocator. */
 void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** alloc);
 

@@ -51,6 +51,8 @@ class VirtualMachine final : public ModuleObj {
     static thread_local ActiveGuard* active;
   };
   friend VirtualMachine* ContextVM(const Args& args, int i);
+  friend void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes,
+                              int n, RetValue* rv);
 
   void Init(const Args& args);
   void CheckInit() const {
@@ -115,6 +117,11 @@ VirtualMachine* ContextVM(const Args& args, int i) {
   }
   Throw("ValueError", args.fname(), ": argument ", i,
         " must be the context of a VM running on this thread (the %vm register)");
+}
+
+void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes, int n,
+                     RetValue* rv) {
+  vm->InvokeClosure(callee, values, codes, n, rv);
 }
 
 void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** alloc) {
