@@ -122,6 +122,11 @@ public final class Function extends Handle {
     return callAsync(AsyncPool.EXECUTOR, args);
   }
 
+  /** The executor callAsync uses by default (a cached pool of daemon threads). */
+  static Executor defaultExecutor() {
+    return AsyncPool.EXECUTOR;
+  }
+
   /** Runs call(args) on the given executor. */
   public CompletableFuture<Object> callAsync(Executor executor, Object... args) {
     handle(); // fail now, not in the future, when already closed

@@ -8,7 +8,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ForkJoinPool;
 
 /**
  * A relax VM executable (what TVM 0.2x's {@code export_library} writes), run by function name.
@@ -166,9 +165,12 @@ public final class VirtualMachine implements AutoCloseable {
         "VirtualMachine: " + name + " returned " + Function.describe(r) + ", not a tensor");
   }
 
-  /** Runs {@link #invoke} on the common pool. */
+  /**
+   * Runs {@link #invoke} on the pool {@link Function#callAsync(Object...)} uses (daemon threads
+   * meant for blocking native calls, not the common ForkJoin pool).
+   */
   public CompletableFuture<Object> invokeAsync(String name, Object... args) {
-    return invokeAsync(ForkJoinPool.commonPool(), name, args);
+    return invokeAsync(Function.defaultExecutor(), name, args);
   }
 
   /** Runs {@link #invoke} on executor. */
