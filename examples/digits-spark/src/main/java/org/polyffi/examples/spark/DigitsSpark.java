@@ -21,8 +21,8 @@ import org.apache.spark.sql.SparkSession;
  *
  * <pre>
  *   generate --model-dir D --rows N [--partitions P] --out T       Parquet table (id, features)
- *   classify --in T --out P [--model-dir D --model-lib L] [--runs R] [--expect-rows N]
- *            [--bad-input]                                           predictions, checked
+ *   classify --in T --out P (--model-dir D --model-lib L | --expected-dir D) [--runs R]
+ *            [--expect-rows N] [--bad-input]                         predictions, checked
  *   baseline --model-dir D --model-lib L --rows N [--runs R]         one JVM, no Spark
  * </pre>
  *
@@ -98,8 +98,10 @@ public final class DigitsSpark {
           a.containsKey("model-dir")
               ? ModelFiles.ship(spark, Paths.get(a.get("model-dir")), Paths.get(need(a, "model-lib")))
               : ModelFiles.defaults();
-      Path expectedDir = Paths.get(a.getOrDefault("model-dir", ModelFiles.local(files.graph())
-          .getParent().toString()));
+      // expected.json (the C demo's classes) is read on the driver, from --model-dir or, when
+      // the model travelled with --files, from --expected-dir.
+      Path expectedDir = Paths.get(a.containsKey("model-dir") ? a.get("model-dir")
+          : need(a, "expected-dir"));
       int[] expected = Digits.expected(expectedDir);
       long rows = spark.read().parquet(in).count();
       int executors = spark.sparkContext().statusTracker().getExecutorInfos().length - 1;

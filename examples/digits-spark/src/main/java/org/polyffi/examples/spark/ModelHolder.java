@@ -29,7 +29,7 @@ public final class ModelHolder {
   public static final int CLASSES = 10;
 
   private static final Map<ModelFiles, ModelHolder> HOLDERS = new ConcurrentHashMap<>();
-  private static final AtomicInteger LOADS = new AtomicInteger();
+  private static final Map<ModelFiles, AtomicInteger> LOADS = new ConcurrentHashMap<>();
 
   static {
     Runtime.getRuntime()
@@ -41,9 +41,16 @@ public final class ModelHolder {
     return HOLDERS.computeIfAbsent(files, ModelHolder::load);
   }
 
-  /** How many times a model was loaded in this JVM (tests: once per JVM, however many jobs). */
-  public static int loads() {
-    return LOADS.get();
+  /** How many times files' model was loaded in this JVM (once, however many jobs ran). */
+  public static int loads(ModelFiles files) {
+    AtomicInteger n = LOADS.get(files);
+    return n == null ? 0 : n.get();
+  }
+
+  /** Closes and forgets files' holder (the next get loads it again). */
+  public static void close(ModelFiles files) {
+    ModelHolder h = HOLDERS.remove(files);
+    if (h != null) h.close();
   }
 
   /** Closes every holder (the shutdown hook; tests). Borrowed predictors close on release. */
@@ -57,7 +64,7 @@ public final class ModelHolder {
       String graph = Files.readString(ModelFiles.local(files.graph()));
       byte[] params = Files.readAllBytes(ModelFiles.local(files.params()));
       Module lib = Module.load(ModelFiles.local(files.library()).toString());
-      LOADS.incrementAndGet();
+      LOADS.computeIfAbsent(files, k -> new AtomicInteger()).incrementAndGet();
       return new ModelHolder(lib, graph, params);
     } catch (IOException e) {
       throw new UncheckedIOException("digits-spark: cannot read the model files", e);
