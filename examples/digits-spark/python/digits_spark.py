@@ -8,7 +8,8 @@ without a copy; each graph batch is copied from that view into the model's input
 usage:
   python digits_spark.py generate --model-dir D --rows N [--partitions P] --out T [--master M]
   python digits_spark.py classify --in T --out P [--model-dir D --model-lib L] [--runs R]
-                                  [--bad-input] [--master M]
+                                  [--bad-input] [--wait-executors N] [--master M]
+                                  [--conf key=value ...]
   python digits_spark.py baseline --model-dir D --model-lib L --rows N [--runs R]
 """
 
@@ -252,8 +253,16 @@ def worker_loads(spark, files: tuple) -> dict:
     return {r["pid"]: r["loads"] for r in rows}
 
 
+def executors(spark) -> list:
+    """host:port of every registered executor (a replaced executor comes back on a new port)."""
+    infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return sorted(f"{e.host()}:{e.port()}" for e in infos)
+
+
 def bad_input(spark, files: tuple, test: np.ndarray, exp: np.ndarray) -> bool:
-    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    """Tables with a short row and a null row must fail naming the row; afterwards the same
+    executors must still be there and classify correctly."""
+    before = executors(spark)
     ok = True
     for rid, feats, what in [(5_000_017, [0.5] * 63, "features has 63 values"),
                              (5_000_018, None, "features is null")]:
@@ -265,13 +274,13 @@ def bad_input(spark, files: tuple, test: np.ndarray, exp: np.ndarray) -> bool:
             msg = str(e)
         named = f"row id={rid}: {what}" in msg
         ok &= named
-        line = next((s for s in msg.splitlines() if "digits-spark:" in s), msg[:300])
+        line = next((s for s in msg.splitlines() if "Error: digits-spark:" in s), msg[:300])
         print(f"bad input: {'failed as expected' if named else 'WRONG'}: {line.strip()}")
     c = check(classify(table(spark, test, 3000, 4), files), exp)
-    same = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid() == jvm_pid
-    print(f"bad input: a good job afterwards: {c}; driver JVM pid {jvm_pid} "
-          f"{'unchanged' if same else 'CHANGED'}")
-    return ok and check_ok(c, 3000)
+    after = executors(spark)
+    print(f"bad input: executors (and the driver) before {before}, after {after}; "
+          f"a good job afterwards: {c}")
+    return ok and check_ok(c, 3000) and before == after
 
 
 def main(argv=None) -> int:
@@ -287,6 +296,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--bad-input", action="store_true")
+    ap.add_argument("--wait-executors", type=int, default=0)
     ap.add_argument("--conf", action="append", default=[], help="key=value, a Spark setting")
     a = ap.parse_args(argv)
 
@@ -303,8 +313,14 @@ def main(argv=None) -> int:
             return 0
         files = ship(spark, a.model_dir, a.model_lib) if a.model_dir else (GRAPH, PARAMS, LIBRARY)
         exp = expected(a.model_dir)
+        tracker = spark.sparkContext._jsc.sc().statusTracker()
+        deadline = time.monotonic() + 120
+        while len(tracker.getExecutorInfos()) - 1 < a.wait_executors:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {a.wait_executors} executors after 120 s")
+            time.sleep(0.2)
         rows = spark.read.parquet(a.inp).count()
-        executors = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos().length - 1
+        executors = len(tracker.getExecutorInfos()) - 1
         print(f"classify: {rows} rows, master {spark.sparkContext.master}, "
               f"{executors} executor(s), {spark.sparkContext.defaultParallelism} default "
               "parallelism")

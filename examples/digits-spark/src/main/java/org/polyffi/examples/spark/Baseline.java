@@ -9,9 +9,9 @@ import java.util.Map;
 import org.polyffi.Module;
 
 /**
- * The single-process reference: the same batches through the same predictor in one JVM, no
- * Spark. Rows come from memory (the test set repeated), so this is the model's cost plus the copy
- * into the direct buffer: the floor a Spark executor core can approach.
+ * The single-process reference: the same batches through the same predictor in one JVM, no Spark.
+ * Rows come from memory (the test set repeated), so this is the model's cost plus the copy into the
+ * direct buffer: the floor a Spark executor core can approach.
  */
 final class Baseline {
   private Baseline() {}
@@ -26,7 +26,8 @@ final class Baseline {
     try (Module m = Module.load(lib.toString());
         ModelHolder.Predictor p =
             new ModelHolder.Predictor(
-                m, Files.readString(dir.resolve("graph.json")),
+                m,
+                Files.readString(dir.resolve("graph.json")),
                 Files.readAllBytes(dir.resolve("params.bin")))) {
       int b = p.batch();
       int[] classes = new int[b];
@@ -37,8 +38,8 @@ final class Baseline {
         FloatBuffer in = p.input();
         for (long start = 0; start < rows; start += b) {
           int n = (int) Math.min(b, rows - start);
-          for (int i = 0; i < n; i++) in.put(i * ModelHolder.FEATURES,
-              test[(int) ((start + i) % test.length)]);
+          for (int i = 0; i < n; i++)
+            in.put(i * ModelHolder.FEATURES, test[(int) ((start + i) % test.length)]);
           p.run(n, classes);
           for (int i = 0; i < n; i++) {
             if (classes[i] != expected[(int) ((start + i) % test.length)]) mismatches++;
@@ -52,10 +53,11 @@ final class Baseline {
       double[] s = nsPerRow.clone();
       Arrays.sort(s);
       double med = s[runs / 2];
-      System.out.printf("baseline: %d rows x %d runs, batch %d, ns/row %s%n", rows, runs, b,
-          Arrays.toString(Arrays.stream(nsPerRow).mapToLong(Math::round).toArray()));
-      System.out.printf("RESULT baseline_rows=%d median_ns_per_row=%.1f rows_per_s=%.0f%n", rows,
-          med, 1e9 / med);
+      System.out.printf(
+          "baseline: %d rows x %d runs, batch %d, ns/row %s%n",
+          rows, runs, b, Arrays.toString(Arrays.stream(nsPerRow).mapToLong(Math::round).toArray()));
+      System.out.printf(
+          "RESULT baseline_rows=%d median_ns_per_row=%.1f rows_per_s=%.0f%n", rows, med, 1e9 / med);
     }
   }
 }

@@ -53,9 +53,9 @@ public final class Classify implements MapPartitionsFunction<Row, Row> {
   }
 
   /**
-   * An array column's value as Spark hands it to a Row function: a Scala Seq when decoded from
-   * the engine's rows, or the producer's own Java array or List when the optimizer passed an
-   * upstream function's objects straight through.
+   * An array column's value as Spark hands it to a Row function: a Scala Seq when decoded from the
+   * engine's rows, or the producer's own Java array or List when the optimizer passed an upstream
+   * function's objects straight through.
    */
   static int sizeOf(Object f) {
     if (f instanceof scala.collection.Seq<?> s) return s.length();
@@ -141,8 +141,13 @@ public final class Classify implements MapPartitionsFunction<Row, Row> {
                   "digits-spark: row id=" + id + ": features[" + j + "] is null");
             } else {
               throw new IllegalArgumentException(
-                  "digits-spark: row id=" + id + ": features[" + j + "] is a "
-                      + v.getClass().getSimpleName() + ", the model takes float");
+                  "digits-spark: row id="
+                      + id
+                      + ": features["
+                      + j
+                      + "] is a "
+                      + v.getClass().getSimpleName()
+                      + ", the model takes float");
             }
           }
         }

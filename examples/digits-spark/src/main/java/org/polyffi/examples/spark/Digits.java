@@ -44,8 +44,8 @@ public final class Digits {
   }
 
   /**
-   * The predictions list of expected.json: what the C demo (build/bin/digits_demo, which fails
-   * on any difference) and train.py predict for each held-out row.
+   * The predictions list of expected.json: what the C demo (build/bin/digits_demo, which fails on
+   * any difference) and train.py predict for each held-out row.
    */
   public static int[] expected(Path modelDir) throws IOException {
     String json = Files.readString(modelDir.resolve("expected.json"));
@@ -58,9 +58,7 @@ public final class Digits {
 
   /** rows rows: row id i holds test row i % n, spread over partitions partitions. */
   public static Dataset<Row> table(SparkSession spark, float[][] test, long rows, int partitions) {
-    return spark
-        .range(0, rows, 1, partitions)
-        .mapPartitions(new Repeat(test), Encoders.row(INPUT));
+    return spark.range(0, rows, 1, partitions).mapPartitions(new Repeat(test), Encoders.row(INPUT));
   }
 
   private static final class Repeat implements MapPartitionsFunction<Long, Row> {
@@ -99,18 +97,29 @@ public final class Digits {
   }
 
   /** What a check of the predictions found. */
-  public record Check(long rows, long distinctIds, long minId, long maxId, long mismatches,
-      List<String> examples) {
+  public record Check(
+      long rows, long distinctIds, long minId, long maxId, long mismatches, List<String> examples) {
     /** Every id 0..expectedRows-1 exactly once, every prediction the C demo's. */
     public boolean ok(long expectedRows) {
-      return rows == expectedRows && distinctIds == expectedRows && minId == 0
-          && maxId == expectedRows - 1 && mismatches == 0;
+      return rows == expectedRows
+          && distinctIds == expectedRows
+          && minId == 0
+          && maxId == expectedRows - 1
+          && mismatches == 0;
     }
 
     @Override
     public String toString() {
-      return rows + " rows, " + distinctIds + " distinct ids in [" + minId + ", " + maxId + "], "
-          + mismatches + " predictions differ from the C demo's"
+      return rows
+          + " rows, "
+          + distinctIds
+          + " distinct ids in ["
+          + minId
+          + ", "
+          + maxId
+          + "], "
+          + mismatches
+          + " predictions differ from the C demo's"
           + (examples.isEmpty() ? "" : " (e.g. " + String.join("; ", examples) + ")");
     }
   }
@@ -133,11 +142,20 @@ public final class Digits {
     List<String> examples = new ArrayList<>();
     for (Row r : bad.limit(3).collectAsList()) {
       examples.add(
-          "id " + r.getLong(0) + ": " + r.getInt(1) + " vs "
+          "id "
+              + r.getLong(0)
+              + ": "
+              + r.getInt(1)
+              + " vs "
               + expected[(int) (r.getLong(0) % expected.length)]);
     }
     long rows = agg.getLong(0);
-    return new Check(rows, agg.getLong(1), rows == 0 ? -1 : agg.getLong(2),
-        rows == 0 ? -1 : agg.getLong(3), mismatches, examples);
+    return new Check(
+        rows,
+        agg.getLong(1),
+        rows == 0 ? -1 : agg.getLong(2),
+        rows == 0 ? -1 : agg.getLong(3),
+        mismatches,
+        examples);
   }
 }

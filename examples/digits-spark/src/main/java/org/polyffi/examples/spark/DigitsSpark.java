@@ -22,7 +22,7 @@ import org.apache.spark.sql.SparkSession;
  * <pre>
  *   generate --model-dir D --rows N [--partitions P] --out T       Parquet table (id, features)
  *   classify --in T --out P (--model-dir D --model-lib L | --expected-dir D) [--runs R]
- *            [--expect-rows N] [--bad-input]                         predictions, checked
+ *            [--expect-rows N] [--bad-input] [--wait-executors N]                         predictions, checked
  *   baseline --model-dir D --model-lib L --rows N [--runs R]         one JVM, no Spark
  * </pre>
  *
@@ -45,8 +45,10 @@ public final class DigitsSpark {
   }
 
   static void usage(String why) {
-    System.err.println("digits-spark: " + why
-        + "\nusage: generate|classify|baseline --option value ... (see DigitsSpark's javadoc)");
+    System.err.println(
+        "digits-spark: "
+            + why
+            + "\nusage: generate|classify|baseline --option value ... (see DigitsSpark's javadoc)");
     System.exit(2);
   }
 
@@ -83,8 +85,9 @@ public final class DigitsSpark {
     try (SparkSession spark = session(a, "digits-spark generate")) {
       long t0 = System.nanoTime();
       Digits.write(spark, Paths.get(need(a, "model-dir")), rows, parts, need(a, "out"));
-      System.out.printf("generate: %d rows in %d partitions -> %s (%.1f s)%n", rows, parts,
-          a.get("out"), (System.nanoTime() - t0) / 1e9);
+      System.out.printf(
+          "generate: %d rows in %d partitions -> %s (%.1f s)%n",
+          rows, parts, a.get("out"), (System.nanoTime() - t0) / 1e9);
     }
   }
 
@@ -96,17 +99,22 @@ public final class DigitsSpark {
     try (SparkSession spark = session(a, "digits-spark classify")) {
       ModelFiles files =
           a.containsKey("model-dir")
-              ? ModelFiles.ship(spark, Paths.get(a.get("model-dir")), Paths.get(need(a, "model-lib")))
+              ? ModelFiles.ship(
+                  spark, Paths.get(a.get("model-dir")), Paths.get(need(a, "model-lib")))
               : ModelFiles.defaults();
       // expected.json (the C demo's classes) is read on the driver, from --model-dir or, when
       // the model travelled with --files, from --expected-dir.
-      Path expectedDir = Paths.get(a.containsKey("model-dir") ? a.get("model-dir")
-          : need(a, "expected-dir"));
+      Path expectedDir =
+          Paths.get(a.containsKey("model-dir") ? a.get("model-dir") : need(a, "expected-dir"));
       int[] expected = Digits.expected(expectedDir);
+      waitForExecutors(spark, Integer.parseInt(a.getOrDefault("wait-executors", "0")));
       long rows = spark.read().parquet(in).count();
       int executors = spark.sparkContext().statusTracker().getExecutorInfos().length - 1;
-      System.out.printf("classify: %d rows, master %s, %d executor(s), %d default parallelism%n",
-          rows, spark.sparkContext().master(), executors,
+      System.out.printf(
+          "classify: %d rows, master %s, %d executor(s), %d default parallelism%n",
+          rows,
+          spark.sparkContext().master(),
+          executors,
           spark.sparkContext().defaultParallelism());
       List<Double> rates = new ArrayList<>();
       for (int r = 0; r < runs; r++) {
@@ -114,13 +122,15 @@ public final class DigitsSpark {
         Classify.apply(spark.read().parquet(in), files).write().mode("overwrite").parquet(out);
         double s = (System.nanoTime() - t0) / 1e9;
         rates.add(rows / s);
-        System.out.printf("classify: run %d: %.2f s, %.0f rows/s, %.2f us/row%n", r + 1, s,
-            rows / s, 1e6 * s / rows);
+        System.out.printf(
+            "classify: run %d: %.2f s, %.0f rows/s, %.2f us/row%n",
+            r + 1, s, rows / s, 1e6 * s / rows);
       }
       List<Double> sorted = new ArrayList<>(rates);
       sorted.sort(null);
-      System.out.printf("RESULT rows=%d executors=%d runs=%d median_rows_per_s=%.0f%n", rows,
-          executors, runs, sorted.get(sorted.size() / 2));
+      System.out.printf(
+          "RESULT rows=%d executors=%d runs=%d median_rows_per_s=%.0f%n",
+          rows, executors, runs, sorted.get(sorted.size() / 2));
       Digits.Check c = Digits.check(spark.read().parquet(out), expected);
       long want = Long.parseLong(a.getOrDefault("expect-rows", Long.toString(rows)));
       boolean ok = c.ok(want);
@@ -130,14 +140,28 @@ public final class DigitsSpark {
     }
   }
 
+  /** Waits (at most 120 s) until n executors have registered (a standalone cluster). */
+  static void waitForExecutors(SparkSession spark, int n) throws InterruptedException {
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    while (spark.sparkContext().statusTracker().getExecutorInfos().length - 1 < n) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("digits-spark: fewer than " + n + " executors after 120 s");
+      }
+      Thread.sleep(200);
+    }
+  }
+
   /** "executorId:pid" of every executor JVM that ran one of many small tasks. */
   public static TreeSet<String> executorJvms(SparkSession spark) {
     int parts = Math.max(8, 4 * spark.sparkContext().defaultParallelism());
     MapPartitionsFunction<Long, String> who =
-        ids -> List.of(SparkEnv.get().executorId() + ":" + ProcessHandle.current().pid())
-            .iterator();
+        ids ->
+            List.of(SparkEnv.get().executorId() + ":" + ProcessHandle.current().pid()).iterator();
     return new TreeSet<>(
-        spark.range(0, parts, 1, parts).mapPartitions(who, Encoders.STRING()).distinct()
+        spark
+            .range(0, parts, 1, parts)
+            .mapPartitions(who, Encoders.STRING())
+            .distinct()
             .collectAsList());
   }
 
@@ -169,13 +193,19 @@ public final class DigitsSpark {
       boolean named = msg.contains("row id=" + b[0] + ": " + b[2]);
       ok &= named;
       String line = msg.lines().filter(l -> l.contains("digits-spark:")).findFirst().orElse(msg);
-      System.out.println("bad input: " + (named ? "failed as expected: " : "WRONG: ") + line.trim());
+      System.out.println(
+          "bad input: " + (named ? "failed as expected: " : "WRONG: ") + line.trim());
     }
-    Digits.Check c = Digits.check(Classify.apply(Digits.table(spark, test, 3000, 4), files),
-        expected);
+    Digits.Check c =
+        Digits.check(Classify.apply(Digits.table(spark, test, 3000, 4), files), expected);
     TreeSet<String> after = executorJvms(spark);
-    System.out.println("bad input: executor JVMs before " + before + ", after " + after
-        + "; a good job afterwards: " + c);
+    System.out.println(
+        "bad input: executor JVMs before "
+            + before
+            + ", after "
+            + after
+            + "; a good job afterwards: "
+            + c);
     return ok && c.ok(3000) && before.containsAll(after);
   }
 }

@@ -20,9 +20,9 @@ import org.polyffi.NDArray;
 
 /**
  * The compiled model, loaded once per JVM (an executor, or the driver in local mode) on first use
- * and shared by every task thread of that JVM. Each task borrows a {@link Predictor} (its own
- * graph executor, input buffer and output array) from a pool that grows to the number of task
- * threads that ran at once; a shutdown hook closes everything when the JVM exits.
+ * and shared by every task thread of that JVM. Each task borrows a {@link Predictor} (its own graph
+ * executor, input buffer and output array) from a pool that grows to the number of task threads
+ * that ran at once; a shutdown hook closes everything when the JVM exits.
  */
 public final class ModelHolder {
   public static final int FEATURES = 64;
@@ -104,8 +104,11 @@ public final class ModelHolder {
         long[] shape = data.shape();
         if (shape.length != 2 || shape[1] != FEATURES) {
           throw new IllegalArgumentException(
-              "digits-spark: the graph's input is " + java.util.Arrays.toString(shape)
-                  + ", expected [batch, " + FEATURES + "]");
+              "digits-spark: the graph's input is "
+                  + java.util.Arrays.toString(shape)
+                  + ", expected [batch, "
+                  + FEATURES
+                  + "]");
         }
         return Math.toIntExact(shape[0]);
       }

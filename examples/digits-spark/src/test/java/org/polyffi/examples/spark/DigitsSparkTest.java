@@ -58,8 +58,8 @@ class DigitsSparkTest {
 
   /** Asserts a good job still runs on the same JVMs with the same loaded model. */
   static void stillHealthy() {
-    Digits.Check c = Digits.check(Classify.apply(Digits.table(spark, test, 1000, 2), files),
-        expected);
+    Digits.Check c =
+        Digits.check(Classify.apply(Digits.table(spark, test, 1000, 2), files), expected);
     assertTrue(c.ok(1000), c.toString());
     assertEquals(jvms, DigitsSpark.executorJvms(spark));
     assertEquals(1, ModelHolder.loads(files));
@@ -104,7 +104,8 @@ class DigitsSparkTest {
     Float[] shortRow = new Float[63];
     Arrays.fill(shortRow, 0.25f);
     String msg = failure(withRow(900_001L, shortRow));
-    assertTrue(msg.contains("digits-spark: row id=900001: features has 63 values, the model takes 64"),
+    assertTrue(
+        msg.contains("digits-spark: row id=900001: features has 63 values, the model takes 64"),
         msg);
     Float[] longRow = new Float[65];
     Arrays.fill(longRow, 0.25f);
@@ -132,11 +133,17 @@ class DigitsSparkTest {
     Float[] shortRow = new Float[10];
     Arrays.fill(shortRow, 1f);
     withRow(900_005L, shortRow).write().mode("overwrite").parquet(in);
-    Exception e = assertThrows(Exception.class,
-        () -> Classify.apply(spark.read().parquet(in), files).write().mode("overwrite")
-            .parquet(out));
-    assertTrue(String.valueOf(e.getMessage()).contains("row id=900005: features has 10 values")
-        || String.valueOf(e.getCause()).contains("row id=900005: features has 10 values"),
+    Exception e =
+        assertThrows(
+            Exception.class,
+            () ->
+                Classify.apply(spark.read().parquet(in), files)
+                    .write()
+                    .mode("overwrite")
+                    .parquet(out));
+    assertTrue(
+        String.valueOf(e.getMessage()).contains("row id=900005: features has 10 values")
+            || String.valueOf(e.getCause()).contains("row id=900005: features has 10 values"),
         e.toString());
     assertFalse(Files.exists(Paths.get(out, "_SUCCESS")), "a failed job must not commit");
     stillHealthy();
@@ -145,10 +152,12 @@ class DigitsSparkTest {
   @Test
   void missingModelFileIsAClearError() {
     ModelFiles missing = new ModelFiles("graph.json", "params.bin", "no_such_model.so");
-    Exception e = assertThrows(Exception.class,
-        () -> Classify.apply(Digits.table(spark, test, 10, 1), missing).count());
-    assertTrue(e.getMessage().contains("the job's file no_such_model.so is not at"),
-        e.getMessage());
+    Exception e =
+        assertThrows(
+            Exception.class,
+            () -> Classify.apply(Digits.table(spark, test, 10, 1), missing).count());
+    assertTrue(
+        e.getMessage().contains("the job's file no_such_model.so is not at"), e.getMessage());
     stillHealthy();
   }
 
@@ -159,8 +168,8 @@ class DigitsSparkTest {
     Files.copy(LIB, copy, StandardCopyOption.REPLACE_EXISTING);
     spark.sparkContext().addFile(copy.toString());
     ModelFiles other = new ModelFiles(files.graph(), files.params(), "libdigits_model_copy.so");
-    Digits.Check c = Digits.check(Classify.apply(Digits.table(spark, test, 800, 2), other),
-        expected);
+    Digits.Check c =
+        Digits.check(Classify.apply(Digits.table(spark, test, 800, 2), other), expected);
     assertTrue(c.ok(800), c.toString());
     ModelHolder h = ModelHolder.get(other);
     ModelHolder.Predictor busy = h.borrow();
