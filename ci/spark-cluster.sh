@@ -7,13 +7,13 @@
 # with two; then the single-process GraphModule loops in Java and Python. Prints rows/s, the
 # speed-up and the per-row cost. Everything it starts is stopped on exit.
 #
-# usage: ci/spark-cluster.sh [ROWS [PARTITIONS [RUNS]]]     (default 300000 8 3)
+# usage: ci/spark-cluster.sh [ROWS [PARTITIONS [RUNS]]]     (default 300000 8 5)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/ci/spark-env.sh"
 rows=${1:-300000}
 parts=${2:-8}
-runs=${3:-3}
+runs=${3:-5}
 model="$root/examples/digits/model"
 lib="$root/build/lib/libdigits_model.so"
 [ -f "$lib" ] || "$root/ci/build.sh" "$root/build" >/dev/null
@@ -83,6 +83,7 @@ executor_conf=(--conf spark.executor.cores=1 --conf spark.executor.memory=1g
 jvm_job() { # workers extra-args...
   local n=$1
   shift
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   java $SPARK_JAVA_OPTS "$log4j" -cp "$app_cp" org.apache.spark.deploy.SparkSubmit \
     --master "$master" --class org.polyffi.examples.spark.DigitsSpark --jars "$polyffi_jar" \
     --files "$model/graph.json,$model/params.bin,$lib" "${executor_conf[@]}" \
@@ -93,6 +94,7 @@ jvm_job() { # workers extra-args...
 py_job() { # workers extra-args...
   local n=$1
   shift
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$SPARK_PY" "$app/python/digits_spark.py" classify --master "$master" \
     --in "$work/in.parquet" --out "$work/out-py-$n.parquet" --model-dir "$model" \
     --model-lib "$lib" --runs "$runs" --wait-executors "$n" \
@@ -121,7 +123,7 @@ java -cp "$app_cp" org.polyffi.examples.spark.DigitsSpark baseline --model-dir "
   --rows "$rows" --runs 5 | tee "$work/base-py.txt"
 
 echo
-echo "== summary ($rows rows, $parts partitions, median of $runs runs; load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs)"
+echo "== summary ($rows rows, $parts partitions, median of runs 2..$runs (run 1 is the cold start); load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs)"
 python3 - "$work" <<'EOF'
 import re, sys
 w = sys.argv[1]
