@@ -130,15 +130,15 @@ w = sys.argv[1]
 def val(f, key):
     m = re.search(key + r"=([0-9.]+)", open(f"{w}/{f}").read())
     return float(m.group(1))
-print("| job | rows/s, 1 worker | rows/s, 2 workers | speed-up | core-us/row (2 workers) "
-      "| single process ns/row | Spark/single-process per row |")
+print("| job | rows/s, 1 worker | rows/s, 2 workers | speed-up | us/row per executor core, "
+      "1 worker / 2 workers | single process, ns/row | Spark / single process, 1 worker |")
 print("|---|---|---|---|---|---|---|")
 for lang, name in (("jvm", "Java (mapPartitions)"), ("py", "PySpark (mapInArrow)")):
     r1, r2 = val(f"{lang}-1.txt", "median_rows_per_s"), val(f"{lang}-2.txt", "median_rows_per_s")
     base = val(f"base-{lang}.txt", "median_ns_per_row")
-    core_us = 2e6 / r2
-    print(f"| {name} | {r1:.0f} | {r2:.0f} | {r2 / r1:.2f}x | {core_us:.2f} | {base:.0f} "
-          f"| {core_us * 1000 / base:.0f}x |")
+    us1, us2 = 1e6 / r1, 2e6 / r2
+    print(f"| {name} | {r1:.0f} | {r2:.0f} | {r2 / r1:.2f}x | {us1:.1f} / {us2:.1f} "
+          f"| {base:.0f} | {us1 * 1000 / base:.1f}x |")
 EOF
 grep -h "check:\|bad input" "$work"/jvm-2.txt "$work"/py-2.txt
 if grep -q "FAILED\|WRONG" "$work"/jvm-*.txt "$work"/py-*.txt; then exit 1; fi
