@@ -11,7 +11,8 @@ app="$root/examples/digits-spark"
 spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$app/pom.xml")
 # The --add-opens list Spark 3.5 needs on Java 17 (driver and executors), kept in the pom.
 SPARK_JAVA_OPTS=$(sed -n 's:.*<spark.java.opens>\(.*\)</spark.java.opens>.*:\1:p' "$app/pom.xml")
-if [ ! -f "$HOME/.m2/repository/org/polyffi/polyffi/0.1.0/polyffi-0.1.0.jar" ]; then
+polyffi_version=$(sed -n 's:.*<polyffi.version>\(.*\)</polyffi.version>.*:\1:p' "$app/pom.xml")
+if [ ! -f "$HOME/.m2/repository/org/polyffi/polyffi/$polyffi_version/polyffi-$polyffi_version.jar" ]; then
   "${spark_mvn[@]}" -q -f "$root/bindings/java/pom.xml" install -DskipTests
 fi
 spark_venv="$root/build/venv-spark"

@@ -9,4 +9,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # are what both jobs are checked against.
 "$root/build/bin/digits_demo" | grep -E "agreement|accuracy"
 "${spark_mvn[@]}" -f "$app/pom.xml" verify
-"$SPARK_PY" -m pytest -q -p no:cacheprovider "$app/python/test_digits_spark.py"
+"$SPARK_PY" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning "$app/python/test_digits_spark.py"

@@ -43,7 +43,6 @@ class DigitsSparkTest {
             .appName("digits-spark test")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.local.dir", WORK.resolve("local").toString())
             .getOrCreate();
     files = ModelFiles.ship(spark, MODEL, LIB);
     test = Digits.testRows(MODEL);
