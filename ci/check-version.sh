@@ -20,5 +20,7 @@ done
   check bindings/node/package.json "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$root/bindings/node/package.json")"
 [ -f "$root/bindings/java/pom.xml" ] &&
   check bindings/java/pom.xml "$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$root/bindings/java/pom.xml" | head -1)"
+[ -f "$root/examples/digits-spark/pom.xml" ] &&
+  check "examples/digits-spark/pom.xml (polyffi.version)" "$(sed -n 's:.*<polyffi.version>\(.*\)</polyffi.version>.*:\1:p' "$root/examples/digits-spark/pom.xml")"
 [ $status = 0 ] && echo "version $cmake_v everywhere"
 exit $status

@@ -40,6 +40,9 @@ ci/test-node.sh
 step "Java binding (mvn verify, with its conformance runner) and the JVM app"
 ci/test-java.sh
 
+step "Spark scale-out (examples/digits-spark: the JVM and PySpark jobs in local[2])"
+ci/test-spark.sh
+
 step "conformance matrix (every binding must have run every case)"
 python3 tests/conformance/matrix.py build/conformance --require c,python,rust,node,java
 
