@@ -53,9 +53,19 @@ class GraphModule:
     def set_input(self, key: Union[int, str, None] = None, value: Any = None, **params: Any):
         """Copy value into input key (a name or an index); keyword arguments set several."""
         if key is not None:
-            self._set_input(key, value)
+            self._set_one(key, value)
         for name, array in params.items():
-            self._set_input(name, array)
+            self._set_one(name, array)
+
+    def _set_one(self, key: Union[int, str], value: Any) -> None:
+        try:
+            self._set_input(key, value)
+        except BufferError:
+            # numpy does not export a read-only array (e.g. a view of Arrow or mmapped memory)
+            # through DLPack; set_input copies anyway, so hand it a writable copy.
+            if getattr(getattr(value, "flags", None), "writeable", True):
+                raise
+            self._set_input(key, value.copy())
 
     def run(self, **inputs: Any) -> None:
         """Run the graph, after setting any inputs given as keyword arguments."""

@@ -131,3 +131,19 @@ def test_a_blob_read_on_its_own():
         load((seeds / "bad_unknown_key.bin").read_bytes())
     with pytest.raises(TypeError):
         load("not bytes")
+
+
+def test_set_input_takes_a_read_only_array():
+    # numpy cannot export read-only memory (an Arrow or mmapped buffer) through DLPack;
+    # set_input copies the input anyway, so such an array must work like any other.
+    d = FIXTURES / "digits_b1"
+    io = json.loads((d / "io.json").read_text())
+    gm = polyffi.GraphModule(polyffi.load_module(d / "factory.so")["default"](polyffi.cpu()))
+    for desc in io["inputs"]:
+        x = load_tensor(d, desc)
+        x.flags.writeable = False
+        gm.set_input(desc["name"], x)
+        gm.set_input(**{desc["name"]: x})
+    gm.run()
+    expected = load_tensor(d, io["outputs"][0])
+    assert np.array_equal(gm.get_output(0).numpy(), expected)
