@@ -29,6 +29,15 @@ std::vector<ObjectPtr<ModuleObj>> ModuleObj::imports() const {
   return imports_;
 }
 
+void ModuleObj::ClearImports() {
+  std::vector<ObjectPtr<ModuleObj>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(imports_);
+  }
+  // Released outside the lock: an import's destructor may run arbitrary finalizers.
+}
+
 FunctionObj* ModuleObj::GetFuncFromEnv(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);

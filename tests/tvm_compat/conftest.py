@@ -47,3 +47,28 @@ def graph_models():
 
 def load_io(name):
     return json.loads((FIXTURES / name / "io.json").read_text())
+
+
+def error_kind(tvm_class, polyffi_class):
+    """The exception class expected where TVM's runtime and polyffi deliberately raise different
+    kinds for the same refusal (each such case is listed in docs/compatibility.md, "Error
+    kinds"): TVM fails a check (InternalError, a tvm.TVMError), polyffi's contract names the
+    kind (ValueError, KeyError, ...)."""
+    return polyffi_class if RUNTIME == "polyffi" else tvm_class
+
+
+@pytest.fixture(scope="session")
+def add_one_calls(tvm):
+    """Registers polyffi_test.add_one, the host function host_call.so calls, once for the
+    session, and returns the list that records its calls (clear it before use).
+
+    Once for the session because a library caches the functions it looked up: TVM per loaded
+    module, polyffi per library for the process (docs/compatibility.md)."""
+    calls = []
+
+    @tvm.register_func("polyffi_test.add_one", override=True)
+    def add_one(src, dst):
+        calls.append(1)
+        dst.copyfrom(src.numpy() + 1)
+
+    return calls

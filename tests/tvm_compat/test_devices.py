@@ -40,9 +40,19 @@ def test_streams_on_cpu(tvm):
     dev.free_raw_stream(stream)
 
 
+def test_attributes_of_absent_device(tvm):
+    from tvm.runtime import _ffi_api
+
+    assert _ffi_api.GetDeviceAttr(2, 0, 0) == 0
+    with pytest.raises(tvm.error.InternalError, match="cuda is not enabled"):
+        _ffi_api.GetDeviceAttr(2, 0, 1)
+
+
 def test_runtime_enabled(tvm):
     assert tvm.runtime.enabled("cpu")
-    assert tvm.runtime.enabled("llvm") is False or tvm.runtime.enabled("llvm") is True
+    assert not tvm.runtime.enabled("llvm")  # a compiler, absent from a runtime-only library
+    with pytest.raises(tvm.TVMError, match="Unknown optional runtime"):
+        tvm.runtime.enabled("no_such_runtime")
     assert not tvm.runtime.enabled("cuda")
     assert not tvm.runtime.enabled("vulkan")
 

@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import error_kind
 
 
 def test_register_and_call(tvm):
@@ -19,7 +20,7 @@ def test_register_and_call(tvm):
         assert f("a", "b") == "ab"
         assert "tvm_compat.add" in tvm._ffi.registry.list_global_func_names()
         # A second registration of the name needs override.
-        with pytest.raises(tvm.TVMError):
+        with pytest.raises(error_kind(tvm.error.InternalError, ValueError), match="already registered"):
             tvm.register_func("tvm_compat.add", lambda: 0)
         tvm.register_func("tvm_compat.add", lambda a, b: a * b, override=True)
         assert tvm.get_global_func("tvm_compat.add")(2, 3) == 6

@@ -6,20 +6,13 @@ from conftest import FIXTURES
 
 
 @pytest.fixture
-def host_call(tvm):
+def host_call(tvm, add_one_calls):
     """host_call.so calls polyffi_test.add_one once per call: a counter of kernel calls."""
-    calls = []
-
-    @tvm.register_func("polyffi_test.add_one", override=True)
-    def add_one(src, dst):
-        calls.append(1)
-        dst.copyfrom(src.numpy() + 1)
-
     lib = tvm.runtime.load_module(str(FIXTURES / "te_kernels" / "host_call.so"))
     a = tvm.nd.array(np.arange(64, dtype="float32"))
     out = tvm.nd.empty((64,), "float32")
-    yield lib, a, out, calls
-    tvm._ffi.registry.remove_global_func("polyffi_test.add_one")
+    add_one_calls.clear()
+    return lib, a, out, add_one_calls
 
 
 def test_time_evaluator_calls_and_results(tvm, host_call):

@@ -24,6 +24,8 @@ class ModuleObj : public Object {
   ObjectPtr<FunctionObj> GetFunction(const std::string& name, bool query_imports);
   void Import(ObjectPtr<ModuleObj> dep);
   std::vector<ObjectPtr<ModuleObj>> imports() const;
+  /*! \brief Drop every import (runtime.ModuleClearImports). */
+  void ClearImports();
   /*! \brief TVMBackendGetFuncFromEnv: module, imports, then the registry; cached, borrowed. */
   FunctionObj* GetFuncFromEnv(const std::string& name);
 

@@ -21,6 +21,12 @@ class NDArrayObj final : public Object {
                                      DLDevice dev);
   /*! \brief Take a DLPack tensor (its deleter runs exactly once, when this dies). */
   static ObjectPtr<NDArrayObj> FromDLPack(DLManagedTensor* managed);
+  /*!
+   * \brief A view of base's memory with another shape and dtype, relative_byte_offset bytes in
+   *  (TVM's NDArray::CreateView); keeps base alive. ValueError when it does not fit in base.
+   */
+  static ObjectPtr<NDArrayObj> View(ObjectPtr<NDArrayObj> base, const std::vector<int64_t>& shape,
+                                    DLDataType dtype, uint64_t relative_byte_offset);
   /*! \brief Export as DLPack; the result keeps this alive until its deleter runs. */
   DLManagedTensor* ToDLPack();
 
@@ -38,6 +44,7 @@ class NDArrayObj final : public Object {
   std::vector<int64_t> strides_;
   void* owned_data_ = nullptr;           // allocated here
   DLManagedTensor* producer_ = nullptr;  // from DLPack
+  ObjectPtr<NDArrayObj> view_base_;      // the array a view's memory belongs to
 };
 
 /*!

@@ -18,7 +18,9 @@ struct TypeIndex {
     kString = 3,    // "runtime.String"
     kArray = 4,     // "Array"
     kMap = 5,       // "Map"
-    kFunction = 7,  // "runtime.PackedFunc"
+    kShapeTuple = 6,  // "runtime.ShapeTuple"
+    kFunction = 7,    // "runtime.PackedFunc"
+    kADT = 11,        // "runtime.ADT" (TVM 0.18's index)
     kDynamicBegin = 64,
   };
 };
