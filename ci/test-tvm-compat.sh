@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TVM 0.18's own Python (runtime-only: TVM_USE_RUNTIME_LIB=1, TVM_FFI=ctypes) runs the deploy
 # flows of tests/tvm_compat twice: on TVM's own libtvm_runtime.so (proof that the tests are
-# right) and on libpolyffi.so installed under that name. Both runs must pass.
+# right) and on libpolyffi.so installed under that name. Both runs must pass. Then the tables of
+# docs/compatibility.md are regenerated from the two libraries and must match the committed page.
 #   ci/test-tvm-compat.sh [build-dir]      (default build; libpolyffi.so must be built)
 #   TVM_COMPAT_ONLY=tvm|polyffi            run one of the two
 set -euo pipefail
@@ -24,4 +25,9 @@ for runtime in tvm polyffi; do
     TVM_COMPAT_LIB="$dir/libtvm_runtime.so" TVM_NUM_THREADS=2 \
     "$TVM018_PYTHON" -m pytest -q -p no:cacheprovider "$root/tests/tvm_compat" || status=1
 done
+if [ -z "${TVM_COMPAT_ONLY:-}" ]; then
+  echo "--- docs/compatibility.md matches both libraries (tools/tvm-compat/surface.py)"
+  PYTHONPATH="$TVM018_PYTHONPATH" "$TVM018_PYTHON" "$root/tools/tvm-compat/surface.py" render \
+    --tvm "$TVM018_RUNTIME_DIR" --polyffi "$drop_in" --check || status=1
+fi
 exit $status

@@ -44,9 +44,10 @@ if [ ! -f "$cache/.unpacked" ]; then
     . "$root/ci/java-env.sh"
     repo=${MAVEN_REPO:-$HOME/.m2/repository}
     for a in "${artifacts[@]}"; do
-      mvn -B -q -ntp dependency:get -Dartifact="$a:jar:linux-x86_64" -Dtransitive=false >&2
       IFS=: read -r g n v <<<"$a"
       jar="$repo/${g//.//}/$n/$v/$n-$v-linux-x86_64.jar"
+      [ -f "$jar" ] || mvn -B -q -ntp -Dstyle.color=never dependency:get \
+        -Dartifact="$a:jar:linux-x86_64" -Dtransitive=false >&2
       if [ "$n" = tvm ]; then
         # The Python package without its libraries (libtvm.so alone is 82 MB).
         unzip -q -o "$jar" 'org/bytedeco/tvm/linux-x86_64/python/*' -x '*.so' -d "$cache/x"
