@@ -57,18 +57,33 @@ def error_kind(tvm_class, polyffi_class):
     return polyffi_class if RUNTIME == "polyffi" else tvm_class
 
 
-@pytest.fixture(scope="session")
-def add_one_calls(tvm):
-    """Registers polyffi_test.add_one, the host function host_call.so calls, once for the
-    session, and returns the list that records its calls (clear it before use).
+class HostFunction:
+    """polyffi_test.add_one, the host function host_call.so calls: records its calls and, when
+    `error` is set, raises it instead of computing."""
 
-    Once for the session because a library caches the functions it looked up: TVM per loaded
-    module, polyffi per library for the process (docs/compatibility.md)."""
-    calls = []
+    def __init__(self):
+        self.calls = []
+        self.error = None
 
-    @tvm.register_func("polyffi_test.add_one", override=True)
-    def add_one(src, dst):
-        calls.append(1)
+    def __call__(self, src, dst):
+        self.calls.append(1)
+        if self.error is not None:
+            raise self.error
         dst.copyfrom(src.numpy() + 1)
 
-    return calls
+
+@pytest.fixture(scope="session")
+def host_function(tvm):
+    """Registered once for the session because a library caches the functions it looked up:
+    TVM per loaded module, polyffi per library for the process (docs/compatibility.md)."""
+    host = HostFunction()
+    tvm.register_func("polyffi_test.add_one", lambda src, dst: host(src, dst), override=True)
+    return host
+
+
+@pytest.fixture
+def add_one_calls(host_function):
+    """The list of polyffi_test.add_one calls, emptied for this test."""
+    host_function.calls.clear()
+    host_function.error = None
+    return host_function.calls

@@ -135,7 +135,6 @@ def test_zero_copy_input(tvm):
 
 def test_te_kernels(tvm, add_one_calls):
     d = FIXTURES / "te_kernels"
-    add_one_calls.clear()
     for case in load_io("te_kernels")["cases"]:
         lib = tvm.runtime.load_module(str(d / case["library"]))
         assert lib.type_key == "library"
@@ -157,6 +156,28 @@ def test_te_kernels(tvm, add_one_calls):
         np.testing.assert_array_equal(out2.numpy(), read_tensor(d, o))
     # host_call.so called the Python function once per call (twice in all).
     assert len(add_one_calls) == 2
+
+
+class KernelCallbackError(Exception):
+    pass
+
+
+def test_host_exception_through_compiled_code(tvm, host_function):
+    # The kernel calls the Python function through the runtime; the exception it raises crosses
+    # the compiled code and comes back as the very same object.
+    lib = tvm.runtime.load_module(str(FIXTURES / "te_kernels" / "host_call.so"))
+    a = tvm.nd.array(np.zeros(64, "float32"))
+    out = tvm.nd.empty((64,), "float32")
+    err = KernelCallbackError("from the host")
+    host_function.error = err
+    try:
+        with pytest.raises(KernelCallbackError) as info:
+            lib["host_call"](a, out)
+        assert info.value is err
+    finally:
+        host_function.error = None
+    lib["host_call"](a, out)  # and the library still works
+    np.testing.assert_array_equal(out.numpy(), np.ones(64))
 
 
 def test_kernel_errors_are_clean(tvm):
