@@ -29,7 +29,7 @@ struct Job {
   std::atomic<int> pending{0};
   std::atomic<bool> failed{false};
   std::mutex error_mu;
-  std::string error;
+  LastErrorState error;  // the failing task's error, with any host exception attached to it
 };
 
 thread_local bool tls_in_task = false;
@@ -40,7 +40,7 @@ void RunTask(Job* job, int task_id) {
   tls_in_task = false;
   if (rc != 0 && !job->failed.exchange(true)) {
     std::lock_guard<std::mutex> lock(job->error_mu);
-    job->error = GetLastError();  // the failing task's thread-local message
+    job->error = TakeLastErrorState();  // moved off the task's thread
   }
 }
 
@@ -77,7 +77,8 @@ class ThreadPool {
     }
     job_.store(nullptr, std::memory_order_relaxed);
     if (job.failed.load()) {
-      SetLastError(job.error.empty() ? "RuntimeError: a parallel task failed" : job.error);
+      if (job.error.text.empty()) job.error.text = "RuntimeError: a parallel task failed";
+      RestoreLastErrorState(std::move(job.error));
       return -1;
     }
     return 0;

@@ -627,8 +627,11 @@ TEST_F(RunningExecutor, WrongArgumentTypes) {
               ex_("set_input", {2.0, Array::Of({1, 2, 3, 4}, {4})});
             }),
             "TypeError: set_input: input must be an int index or a str name, got float");
+  // A str is an output name (TVM 0.18); a float is neither.
   EXPECT_EQ(ErrorOf([&] { ex_("get_output", {"0"}); }),
-            "TypeError: get_output: argument 0 expected int but got str");
+            "KeyError: get_output: the graph has no output named '0'");
+  EXPECT_EQ(ErrorOf([&] { ex_("get_output", {0.5}); }),
+            "TypeError: get_output: argument 0 expected int but got float");
   EXPECT_EQ(ErrorOf([&] { ex_("run", {1}); }),
             "TypeError: GraphExecutor.run: expected 0 arguments but got 1");
   EXPECT_EQ(ErrorOf([&] { ex_("load_params", {"text"}); }),
