@@ -12,6 +12,11 @@ def test_array(tvm):
     assert int(arr[-1]) == 3
     with pytest.raises(IndexError):
         arr[3]
+    # Scalars come back as Python scalars (TVM 0.18 boxes them in containers and unboxes them on
+    # return; polyffi stores them by value).
+    mixed = tvm.runtime.convert([1, 2.5, True])
+    assert [type(x) for x in mixed] == [int, float, bool]
+    assert list(mixed) == [1, 2.5, True]
     nested = tvm.runtime.convert([[1, 2], ["a", "b"]])
     assert len(nested) == 2 and len(nested[1]) == 2
     assert str(nested[1][0]) == "a"

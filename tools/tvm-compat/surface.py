@@ -55,7 +55,8 @@ REASONS = [
      "contrib extern kernels (sort/top-k, random): not provided; a model compiled with these "
      "ops fails with a clear 'cannot find function' error at its first call"),
     (r"^(tvm\.contrib\.nvcc|tvm_callback_)", "compiler callbacks (build time, not deployment)"),
-    (r"^(runtime\.profiling\.|profiling\.|(Default|CPU)?TimerNode$|tvm\.graph_executor_debug)",
+    (r"^(runtime\.profiling\.|profiling\.|(Default|CPU)?TimerNode$|tvm\.graph_executor_debug|"
+     r"debug_create$)",
      "profiler and debug executor: not provided (time_evaluator covers timing)"),
     (r"^(tvm\.aot_executor_factory|runtime\.module\.loadbinary_(AotExecutorFactory|metadata|"
      r"metadata_module|const_loader)|metadata\.)",
