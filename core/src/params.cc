@@ -130,7 +130,8 @@ std::string SaveParams(const MapObj& map) {
     } else if (k.object() && k.object()->type_index() == TypeIndex::kString) {
       name = static_cast<StringObj*>(k.object())->data;
     } else {
-      Throw("TypeError", "SaveParams: parameter names must be strings but got ", TypeCodeName(k.type_code()));
+      Throw("TypeError", "SaveParams: parameter names must be strings but got ",
+            TypeCodeName(k.type_code()));
     }
     Put<uint64_t>(&out, name.size());
     out += name;
@@ -139,10 +140,12 @@ std::string SaveParams(const MapObj& map) {
   for (const auto& kv : map.items) {
     const RetValue& v = kv.second;
     if (v.type_code() != kTVMNDArrayHandle) {
-      Throw("TypeError", "SaveParams: parameter values must be NDArrays but got ", TypeCodeName(v.type_code()));
+      Throw("TypeError", "SaveParams: parameter values must be NDArrays but got ",
+            TypeCodeName(v.type_code()));
     }
     const DLTensor& t = static_cast<NDArrayObj*>(v.object())->tensor;
-    if (DeviceTypeOf(t.device) != kDLCPU) Throw("ValueError", "SaveParams: can only save CPU arrays");
+    if (DeviceTypeOf(t.device) != kDLCPU)
+      Throw("ValueError", "SaveParams: can only save CPU arrays");
     size_t nbytes = CompactBytes(t);
     Put<uint64_t>(&out, kArrayMagic);
     Put<uint64_t>(&out, 0);

@@ -20,18 +20,30 @@ namespace {
 /*! \brief TVM's name of a device type (DLDeviceType2Str), for messages. */
 std::string DeviceName(int64_t type) {
   switch (type) {
-    case kDLCPU: return "cpu";
-    case kDLCUDA: return "cuda";
-    case kDLCUDAHost: return "cuda_host";
-    case kDLOpenCL: return "opencl";
-    case kDLVulkan: return "vulkan";
-    case kDLMetal: return "metal";
-    case kDLVPI: return "vpi";
-    case kDLROCM: return "rocm";
-    case kDLExtDev: return "ext_dev";
-    case 15: return "webgpu";  // not in every dlpack.h release
-    case 16: return "hexagon";
-    default: return "device_type " + std::to_string(type);
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLOpenCL:
+      return "opencl";
+    case kDLVulkan:
+      return "vulkan";
+    case kDLMetal:
+      return "metal";
+    case kDLVPI:
+      return "vpi";
+    case kDLROCM:
+      return "rocm";
+    case kDLExtDev:
+      return "ext_dev";
+    case 15:
+      return "webgpu";  // not in every dlpack.h release
+    case 16:
+      return "hexagon";
+    default:
+      return "device_type " + std::to_string(type);
   }
 }
 
@@ -85,7 +97,8 @@ POLYFFI_CORE_GLOBAL("runtime.GetShapeTupleElem", [](const Args& args, RetValue* 
   auto st = args.ObjAs<ShapeTupleObj>(0);
   int64_t i = args.Int(1);
   int64_t n = static_cast<int64_t>(st->data.size());
-  if (i < 0 || i >= n) Throw("InternalError", "Check failed: idx < shape.size() (", i, " vs. ", n, ")");
+  if (i < 0 || i >= n)
+    Throw("InternalError", "Check failed: idx < shape.size() (", i, " vs. ", n, ")");
   rv->SetInt(st->data[i]);
 });
 
@@ -94,7 +107,8 @@ POLYFFI_CORE_GLOBAL("runtime.GetShapeTupleElem", [](const Args& args, RetValue* 
 POLYFFI_CORE_GLOBAL("runtime.ADT", [](const Args& args, RetValue* rv) {
   args.CheckMinArity(1);
   int64_t tag = args.Int(0);
-  if (tag < INT32_MIN || tag > INT32_MAX) Throw("ValueError", "runtime.ADT: tag ", tag, " is out of range");
+  if (tag < INT32_MIN || tag > INT32_MAX)
+    Throw("ValueError", "runtime.ADT: tag ", tag, " is out of range");
   auto adt = MakeObject<ADTObj>(static_cast<int32_t>(tag));
   for (int i = 1; i < args.size(); ++i) adt->fields.push_back(ArgValue(args, i));
   rv->SetObject(std::move(adt));
@@ -121,7 +135,8 @@ POLYFFI_CORE_GLOBAL("runtime.GetADTFields", [](const Args& args, RetValue* rv) {
   auto adt = args.ObjAs<ADTObj>(0);
   int64_t i = args.Int(1);
   int64_t n = static_cast<int64_t>(adt->fields.size());
-  if (i < 0 || i >= n) Throw("InternalError", "Check failed: idx < adt.size() (", i, " vs. ", n, ")");
+  if (i < 0 || i >= n)
+    Throw("InternalError", "Check failed: idx < adt.size() (", i, " vs. ", n, ")");
   rv->CopyFrom(adt->fields[i]);
 });
 
@@ -149,8 +164,8 @@ POLYFFI_CORE_GLOBAL("runtime.TVMArrayAllocWithScope", [](const Args& args, RetVa
   if (args.code(3) != kTVMNullptr) {
     std::string scope = args.Str(3);
     if (!scope.empty() && scope != "global") {
-      Throw("TVMError", "Device does not support allocate data space with specified memory scope: ",
-            scope);
+      Throw("TVMError",
+            "Device does not support allocate data space with specified memory scope: ", scope);
     }
   }
   rv->SetObject(NDArrayObj::Empty(shape, dtype, dev));
@@ -177,8 +192,10 @@ POLYFFI_CORE_GLOBAL("runtime.GetDeviceAttr", [](const Args& args, RetValue* rv) 
   constexpr int64_t kExist = 0;
   if (type == kDLCPU) {
     // TVM's CPU device API answers kExist only; every other attribute is None.
-    if (kind == kExist) rv->SetInt(1);
-    else rv->SetNull();
+    if (kind == kExist)
+      rv->SetInt(1);
+    else
+      rv->SetNull();
     return;
   }
   // No device API for any other type: it does not exist, and has no attributes to ask.
@@ -258,9 +275,12 @@ POLYFFI_CORE_GLOBAL("runtime.ModuleGetPropertyMask", [](const Args& args, RetVal
   // this runtime has, as its runtime reports them; other modules have TVM's default, 0.
   std::string key = args.ObjAs<ModuleObj>(0)->type_key();
   int64_t mask = 0;
-  if (key == "library" || key == "system_lib") mask = 0b011;
-  else if (key == "GraphExecutorFactory") mask = 0b001;
-  else if (key == "GraphExecutor") mask = 0b010;
+  if (key == "library" || key == "system_lib")
+    mask = 0b011;
+  else if (key == "GraphExecutorFactory")
+    mask = 0b001;
+  else if (key == "GraphExecutor")
+    mask = 0b010;
   rv->SetInt(mask);
 });
 
@@ -268,12 +288,14 @@ POLYFFI_CORE_GLOBAL("runtime.ModuleGetPropertyMask", [](const Args& args, RetVal
 // modules (its library and executor modules answer these with the same errors).
 POLYFFI_CORE_GLOBAL("runtime.ModuleGetFormat", [](const Args& args, RetValue*) {
   args.CheckArity(1);
-  Throw("TVMError", "Module[", args.ObjAs<ModuleObj>(0)->type_key(), "] does not support GetFormat");
+  Throw("TVMError", "Module[", args.ObjAs<ModuleObj>(0)->type_key(),
+        "] does not support GetFormat");
 });
 
 POLYFFI_CORE_GLOBAL("runtime.ModuleGetSource", [](const Args& args, RetValue*) {
   if (args.size() != 1) args.CheckArity(2);
-  Throw("TVMError", "Module[", args.ObjAs<ModuleObj>(0)->type_key(), "] does not support GetSource");
+  Throw("TVMError", "Module[", args.ObjAs<ModuleObj>(0)->type_key(),
+        "] does not support GetSource");
 });
 
 POLYFFI_CORE_GLOBAL("runtime.ModuleSaveToFile", [](const Args& args, RetValue*) {

@@ -50,8 +50,8 @@ std::string Evaluate(const FunctionObj& f, const FunctionObj* preproc, TimerConf
       if (duration_ms > 0.0) {
         // Too short: grow number towards min_repeat_ms (at least by the golden ratio).
         double per_call = duration_ms / static_cast<double>(number);
-        number = static_cast<int64_t>(std::max(c.min_repeat_ms / per_call + 1,
-                                               static_cast<double>(number) * 1.618));
+        number = static_cast<int64_t>(
+            std::max(c.min_repeat_ms / per_call + 1, static_cast<double>(number) * 1.618));
       }
       if (!flush_a.empty()) std::memcpy(flush_a.data(), flush_b.data(), flush_a.size());
       auto start = Clock::now();
@@ -109,8 +109,10 @@ POLYFFI_CORE_GLOBAL("runtime.RPCTimeEvaluator", [](const Args& args, RetValue* r
   }
   TimerConfig c{args.Int(4), args.Int(5), args.Int(6), args.Int(7),
                 args.Int(8), args.Int(9), args.Int(10)};
-  if (c.number < 1) Throw("ValueError", "RPCTimeEvaluator: number must be at least 1, got ", c.number);
-  if (c.repeat < 0) Throw("ValueError", "RPCTimeEvaluator: repeat must not be negative, got ", c.repeat);
+  if (c.number < 1)
+    Throw("ValueError", "RPCTimeEvaluator: number must be at least 1, got ", c.number);
+  if (c.repeat < 0)
+    Throw("ValueError", "RPCTimeEvaluator: repeat must not be negative, got ", c.repeat);
   if (c.repeats_to_cooldown < 1) c.repeats_to_cooldown = 1;
   if (c.limit_zero_time_iterations < 1) c.limit_zero_time_iterations = 1;
   if (c.cache_flush_bytes < 0) c.cache_flush_bytes = 0;
@@ -132,7 +134,8 @@ POLYFFI_CORE_GLOBAL("runtime.RPCTimeEvaluator", [](const Args& args, RetValue* r
 POLYFFI_CORE_GLOBAL("cache_flush_cpu_non_first_arg", [](const Args& args, RetValue* rv) {
   for (int i = 1; i < args.size(); ++i) {
     int code = args.code(i);
-    if ((code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) || !args.value(i).v_handle) continue;
+    if ((code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) || !args.value(i).v_handle)
+      continue;
     const DLTensor& t = *static_cast<const DLTensor*>(args.value(i).v_handle);
     if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) continue;
     FlushCache(static_cast<const char*>(t.data) + t.byte_offset, CompactBytes(t));

@@ -117,7 +117,8 @@ TEST(StringTest, FFIStringAndHash) {
 
 TEST(ArrayTest, AllocWithScopeTakesTvmBool) {
   RetValue shape = Call("runtime.ShapeTuple", {I(3)});
-  RetValue arr = Call("runtime.TVMArrayAllocWithScope", {O(shape.object()), S("bool"), Dev(), Null()});
+  RetValue arr =
+      Call("runtime.TVMArrayAllocWithScope", {O(shape.object()), S("bool"), Dev(), Null()});
   DLDataType t = AsArray(arr)->tensor.dtype;
   EXPECT_EQ(t.code, kDLUInt);
   EXPECT_EQ(t.bits, 1);
@@ -125,35 +126,44 @@ TEST(ArrayTest, AllocWithScopeTakesTvmBool) {
   RetValue f = Call("runtime.TVMArrayAllocWithScope",
                     {O(shape.object()), Type(DLDataType{kDLFloat, 32, 1}), Dev(), S("global")});
   EXPECT_EQ(AsArray(f)->tensor.shape[0], 3);
-  EXPECT_EQ(KindOf("runtime.TVMArrayAllocWithScope", {O(shape.object()), S("float32"), Dev(), S("shared")}),
+  EXPECT_EQ(KindOf("runtime.TVMArrayAllocWithScope",
+                   {O(shape.object()), S("float32"), Dev(), S("shared")}),
             "TVMError");
   Arg gpu = Dev();
   gpu.v.v_device.device_type = kDLCUDA;
-  EXPECT_EQ(KindOf("runtime.TVMArrayAllocWithScope", {O(shape.object()), S("float32"), gpu, Null()}),
-            "InternalError");
+  EXPECT_EQ(
+      KindOf("runtime.TVMArrayAllocWithScope", {O(shape.object()), S("float32"), gpu, Null()}),
+      "InternalError");
 }
 
 TEST(ArrayTest, ViewSharesMemoryAndKeepsBaseAlive) {
   RetValue shape12 = Call("runtime.ShapeTuple", {I(12)});
-  RetValue base = Call("runtime.TVMArrayAllocWithScope", {O(shape12.object()), S("int32"), Dev(), Null()});
+  RetValue base =
+      Call("runtime.TVMArrayAllocWithScope", {O(shape12.object()), S("int32"), Dev(), Null()});
   auto* data = static_cast<int32_t*>(AsArray(base)->tensor.data);
   for (int i = 0; i < 12; ++i) data[i] = i;
   RetValue shape2 = Call("runtime.ShapeTuple", {I(2)});
-  RetValue view = Call("runtime.TVMArrayCreateView", {A(AsArray(base)), O(shape2.object()), S("int32"), I(32)});
+  RetValue view =
+      Call("runtime.TVMArrayCreateView", {A(AsArray(base)), O(shape2.object()), S("int32"), I(32)});
   const DLTensor& v = AsArray(view)->tensor;
   EXPECT_EQ(v.data, AsArray(base)->tensor.data);
   EXPECT_EQ(v.byte_offset, 32u);
   base.Clear();  // the view holds the allocation
-  const int32_t* p = reinterpret_cast<const int32_t*>(static_cast<const char*>(v.data) + v.byte_offset);
+  const int32_t* p =
+      reinterpret_cast<const int32_t*>(static_cast<const char*>(v.data) + v.byte_offset);
   EXPECT_EQ(p[0], 8);
   EXPECT_EQ(p[1], 9);
-  RetValue again = Call("runtime.TVMArrayCreateView", {A(AsArray(view)), O(shape2.object()), S("int32"), I(0)});
+  RetValue again =
+      Call("runtime.TVMArrayCreateView", {A(AsArray(view)), O(shape2.object()), S("int32"), I(0)});
   EXPECT_EQ(AsArray(again)->tensor.byte_offset, 32u);
-  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView", {A(AsArray(view)), O(shape12.object()), S("int32"), I(0)}),
+  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView",
+                   {A(AsArray(view)), O(shape12.object()), S("int32"), I(0)}),
             "ValueError");
-  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView", {A(AsArray(view)), O(shape2.object()), S("int32"), I(4)}),
+  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView",
+                   {A(AsArray(view)), O(shape2.object()), S("int32"), I(4)}),
             "ValueError");
-  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView", {A(AsArray(view)), O(shape2.object()), S("int32"), I(-8)}),
+  EXPECT_EQ(KindOf("runtime.TVMArrayCreateView",
+                   {A(AsArray(view)), O(shape2.object()), S("int32"), I(-8)}),
             "ValueError");
 }
 
@@ -213,28 +223,25 @@ TEST(ParamsTest, EveryTruncationAndCorruptionFailsCleanly) {
 TEST(TimeEvaluatorTest, CallsAndBlob) {
   static std::atomic<int> calls{0};
   calls = 0;
-  Registry::Global()->Register(
-      "core_test.count", MakeFunction([](const Args&, RetValue*) { ++calls; }), true);
-  RetValue feval = Call("runtime.RPCTimeEvaluator",
-                        {Null(), S("core_test.count"), I(1), I(0), I(3), I(4), I(0), I(100), I(0),
-                         I(1), I(1024), S("")});
+  Registry::Global()->Register("core_test.count",
+                               MakeFunction([](const Args&, RetValue*) { ++calls; }), true);
+  RetValue feval =
+      Call("runtime.RPCTimeEvaluator", {Null(), S("core_test.count"), I(1), I(0), I(3), I(4), I(0),
+                                        I(100), I(0), I(1), I(1024), S("")});
   ASSERT_EQ(feval.type_code(), kTVMPackedFuncHandle);
   RetValue blob;
   static_cast<FunctionObj*>(feval.object())->Call(nullptr, nullptr, 0, &blob);
   ASSERT_EQ(blob.type_code(), kTVMBytes);
   EXPECT_EQ(blob.str().size(), 4 * sizeof(double));
   EXPECT_EQ(calls.load(), 1 + 3 * 4);
-  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator",
-                   {Null(), S("core_test.no_such"), I(1), I(0), I(1), I(1), I(0), I(100), I(0),
-                    I(1), I(0), S("")}),
+  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator", {Null(), S("core_test.no_such"), I(1), I(0), I(1),
+                                                I(1), I(0), I(100), I(0), I(1), I(0), S("")}),
             "InternalError");
-  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator",
-                   {Null(), S("core_test.count"), I(2), I(0), I(1), I(1), I(0), I(100), I(0), I(1),
-                    I(0), S("")}),
+  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator", {Null(), S("core_test.count"), I(2), I(0), I(1),
+                                                I(1), I(0), I(100), I(0), I(1), I(0), S("")}),
             "InternalError");
-  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator",
-                   {Null(), S("core_test.count"), I(1), I(0), I(0), I(1), I(0), I(100), I(0), I(1),
-                    I(0), S("")}),
+  EXPECT_EQ(KindOf("runtime.RPCTimeEvaluator", {Null(), S("core_test.count"), I(1), I(0), I(0),
+                                                I(1), I(0), I(100), I(0), I(1), I(0), S("")}),
             "ValueError");
   Registry::Global()->Remove("core_test.count");
 }

@@ -20,7 +20,8 @@ def test_register_and_call(tvm):
         assert f("a", "b") == "ab"
         assert "tvm_compat.add" in tvm._ffi.registry.list_global_func_names()
         # A second registration of the name needs override.
-        with pytest.raises(error_kind(tvm.error.InternalError, ValueError), match="already registered"):
+        duplicate = error_kind(tvm.error.InternalError, ValueError)
+        with pytest.raises(duplicate, match="already registered"):
             tvm.register_func("tvm_compat.add", lambda: 0)
         tvm.register_func("tvm_compat.add", lambda a, b: a * b, override=True)
         assert tvm.get_global_func("tvm_compat.add")(2, 3) == 6
