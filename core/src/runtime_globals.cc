@@ -275,7 +275,7 @@ POLYFFI_CORE_GLOBAL("runtime.ModuleGetPropertyMask", [](const Args& args, RetVal
   // this runtime has, as its runtime reports them; other modules have TVM's default, 0.
   std::string key = args.ObjAs<ModuleObj>(0)->type_key();
   int64_t mask = 0;
-  if (key == "library" || key == "system_lib")
+  if (key == "library")
     mask = 0b011;
   else if (key == "GraphExecutorFactory")
     mask = 0b001;

@@ -204,6 +204,17 @@ def test_module_properties(tvm):
         lib.save("/nonexistent-dir/lib.so")
 
 
+def test_system_lib_without_objects(tvm):
+    # Nothing was linked in with --system-lib here: the system library is an empty library
+    # module (the syslib fixtures are objects for static linking; tests/tvm_models runs them).
+    syslib = tvm.runtime.system_lib()
+    assert syslib.type_key == "library"
+    assert syslib.get_property_mask() == 3
+    assert not syslib.implements_function("vadd")
+    with pytest.raises(AttributeError):
+        syslib["vadd"]
+
+
 def test_clear_imports(tvm, tmp_path):
     # A private copy: polyffi hands out one module per library file for the whole process
     # (docs/compatibility.md), and this test empties the module's imports.

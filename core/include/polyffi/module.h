@@ -15,7 +15,7 @@ class ModuleObj : public Object {
  public:
   static constexpr uint32_t kTypeIndex = TypeIndex::kModule;
   ModuleObj() : Object(kTypeIndex) {}
-  /*! \brief "library", "system_lib", or the key a table module was made with. */
+  /*! \brief "library" (shared and system libraries), or the key a table module was made with. */
   virtual std::string type_key() const = 0;
   /*!
    * \brief Look up a function (null when missing). The returned function keeps this module
