@@ -173,7 +173,8 @@ def table(title, names, ours, note=None, index=None):
         rows.append(f"| `{n}`{extra} | {status} |")
     head = f"### {title}\n\n"
     head += f"TVM 0.18: {len(names)}; polyffi has {len(names) - gaps}, lacks {gaps}"
-    head += f" (each with its reason).{' ' + note if note else ''}\n\n"
+    head += " (each with its reason)." if gaps else "."
+    head += f"{' ' + note if note else ''}\n\n"
     if index is not None:
         head += "| type key | TVM index | polyffi index | polyffi |\n|---|---|---|---|\n"
     else:
