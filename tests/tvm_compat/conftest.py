@@ -6,6 +6,7 @@ says which: TVM_COMPAT_RUNTIME ("tvm" or "polyffi") and TVM_COMPAT_LIB (the libr
 have been loaded). TVM itself is imported with TVM_USE_RUNTIME_LIB=1 and TVM_FFI=ctypes.
 """
 
+import ctypes
 import json
 import os
 import pathlib
@@ -16,6 +17,46 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "tvm_models" / "tvm018"
 RUNTIME = os.environ.get("TVM_COMPAT_RUNTIME", "")
+TRACE = os.environ.get("TVM_COMPAT_TRACE")  # file to write the globals the suite called
+
+
+class _TracingCDLL(ctypes.CDLL):
+    """With TVM_COMPAT_TRACE: records which global functions TVM's frontend fetches
+    (TVMFuncGetGlobal: handle -> name) and calls (TVMFuncCall), for docs/compatibility.md."""
+
+    names, called = {}, set()
+
+    def __init__(self, name, *args, **kwargs):
+        super().__init__(name, *args, **kwargs)
+        if os.path.basename(str(name)) != "libtvm_runtime.so":
+            return
+        get_global, call = self.TVMFuncGetGlobal, self.TVMFuncCall
+
+        def traced_get_global(c_name, out):
+            rc = get_global(c_name, out)
+            handle = out._obj.value
+            if rc == 0 and handle:
+                _TracingCDLL.names[handle] = c_name.value.decode()
+            return rc
+
+        def traced_call(handle, *rest):
+            name = _TracingCDLL.names.get(handle.value)
+            if name is not None:
+                _TracingCDLL.called.add(name)
+            return call(handle, *rest)
+
+        self.TVMFuncGetGlobal, self.TVMFuncCall = traced_get_global, traced_call
+
+
+if TRACE:
+    # Installed before TVM is imported (the tvm fixture imports it), so that the handles its
+    # _init_api binds at import are known.
+    ctypes.CDLL = _TracingCDLL
+
+
+def pytest_unconfigure(config):
+    if TRACE:
+        pathlib.Path(TRACE).write_text("\n".join(sorted(_TracingCDLL.called)) + "\n")
 
 
 def pytest_report_header(config):

@@ -155,7 +155,7 @@ def run_probe(directory):
     return json.loads(out)
 
 
-def table(title, names, ours, note=None, index=None):
+def table(title, names, ours, note=None, index=None, reached=None):
     rows, gaps, unexplained = [], 0, []
     for n in names:
         if n in ours:
@@ -168,6 +168,8 @@ def table(title, names, ours, note=None, index=None):
                 reason = "**NO REASON GIVEN**"
             status = f"no: {reason}"
         extra = f" | {index[n]}" if index is not None else ""
+        if reached is not None:
+            extra += " | called" if n in reached else " | "
         if index is not None:
             extra += f" | {ours[n] if isinstance(ours, dict) and n in ours else '-'}"
         rows.append(f"| `{n}`{extra} | {status} |")
@@ -177,20 +179,45 @@ def table(title, names, ours, note=None, index=None):
     head += f"{' ' + note if note else ''}\n\n"
     if index is not None:
         head += "| type key | TVM index | polyffi index | polyffi |\n|---|---|---|---|\n"
+    elif reached is not None:
+        called = sorted(set(names) & reached)
+        missing = [n for n in called if n not in ours]
+        head += (f"The deploy flows of `tests/tvm_compat`, run on TVM's runtime, call "
+                 f"{len(called)} of them (column \"suite\"); polyffi lacks {len(missing)} of "
+                 "those.\n\n")
+        head += "| name | suite | polyffi |\n|---|---|---|\n"
     else:
         head += "| name | polyffi |\n|---|---|\n"
     return head + "\n".join(rows) + "\n", unexplained
 
 
+def suite_calls(tvm_dir):
+    """The globals tests/tvm_compat calls on TVM's runtime (conftest's TVM_COMPAT_TRACE)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = pathlib.Path(tmp) / "called.txt"
+        env = dict(os.environ, TVM_LIBRARY_PATH=str(tvm_dir), TVM_USE_RUNTIME_LIB="1",
+                   TVM_FFI="ctypes", TOPHUB_LOCATION="NONE", TVM_COMPAT_RUNTIME="tvm",
+                   TVM_COMPAT_LIB=str(pathlib.Path(tvm_dir) / "libtvm_runtime.so"),
+                   TVM_NUM_THREADS="2", TVM_COMPAT_TRACE=str(trace))
+        env.pop("LD_LIBRARY_PATH", None)
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(ROOT / "tests" / "tvm_compat")], env=env, check=True,
+                       capture_output=True, text=True)
+        return set(trace.read_text().split())
+
+
 def render(tvm_dir, polyffi_dir):
     t = run_probe(tvm_dir)
     p = run_probe(polyffi_dir)
+    reached = suite_calls(tvm_dir)
     parts, unexplained = [], []
     sections = [
         ("C functions exported by libtvm_runtime.so", t["c_functions"], set(p["c_functions"]),
          None, None),
         ("Global functions registered by the runtime", t["globals"], set(p["globals"]),
-         None, None),
+         None, None, reached),
         ("Object type keys", sorted(t["type_keys"], key=t["type_keys"].get), p["type_keys"],
          "Indices must agree only where TVM's Python assumes them (it looks every key up).",
          t["type_keys"]),
@@ -199,8 +226,8 @@ def render(tvm_dir, polyffi_dir):
         ("Graph executor factory functions (`export_library` output)", t["factory"],
          set(p["factory"]), None, None),
     ]
-    for title, names, ours, note, index in sections:
-        text, missing = table(title, names, ours, note, index)
+    for title, names, ours, note, index, *more in sections:
+        text, missing = table(title, names, ours, note, index, *more)
         parts.append(text)
         unexplained += missing
     return "\n".join(parts), unexplained
