@@ -224,3 +224,33 @@ def test_clear_imports(tvm, tmp_path):
     assert len(factory.imported_modules) == 1
     factory.clear_imports()
     assert factory.imported_modules == []
+
+
+def test_bool_graph(tvm):
+    # A bool input and a bool output through the executor (TVM stores bool as uint1, a byte per
+    # element); made by tools/tvm-fixtures/generate_tvm018_compat.py with TVM's outputs.
+    import json
+    import pathlib
+
+    from tvm.contrib import graph_executor
+
+    d = pathlib.Path(__file__).resolve().parent / "fixtures" / "bool_graph"
+    io = json.loads((d / "io.json").read_text())
+    gm = graph_executor.GraphModule(
+        tvm.runtime.load_module(str(d / "factory.so"))["default"](tvm.cpu()))
+    shapes, dtypes = gm.get_input_info()
+    assert dtypes["m"] == "uint1" and dtypes["x"] == "float32"
+    for entry in io["inputs"]:
+        gm.set_input(entry["name"], np.array(entry["values"], dtype=entry["dtype"]))
+    gm.run()
+    assert gm.get_input("m").dtype == "bool"
+    for i, entry in enumerate(io["outputs"]):
+        out = gm.get_output(i)
+        assert out.dtype == entry["dtype"]
+        np.testing.assert_array_equal(out.numpy(), np.array(entry["values"], entry["dtype"]))
+    # The same through an NDArray the frontend made from numpy bools.
+    m = np.array(io["inputs"][1]["values"], bool)
+    gm.set_input(m=tvm.nd.array(~m))
+    gm.run()
+    x = np.array(io["inputs"][0]["values"], "float32")
+    np.testing.assert_array_equal(gm.get_output(0).numpy(), (x > 0) & ~m)
