@@ -294,7 +294,9 @@ class GraphExecutor {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
 
   // Index of the input (arg node) called name, or -1.
-  int InputIndex(const std::string& name) const {
+  int InputIndex(const std::string& name) const { return InputIndex(name.c_str()); }
+  int InputIndex(const char* name) const {  // no string built: get_input(name) is per inference
+    if (name == nullptr) return -1;
     for (size_t i = 0; i < input_nodes_.size(); ++i) {
       if (nodes_[input_nodes_[i]].name == name) return static_cast<int>(i);
     }
@@ -311,7 +313,7 @@ class GraphExecutor {
       }
       return static_cast<int>(i);
     }
-    if (key.type_code() == kTVMStr) {  // the common case: compare without building a string
+    if (key.type_code() == kTVMStr && key.raw().v_str != nullptr) {  // the common case: no copy
       for (size_t i = 0; i < input_nodes_.size(); ++i) {
         if (nodes_[input_nodes_[i]].name == key.raw().v_str) return static_cast<int>(i);
       }
@@ -1215,7 +1217,8 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
     CheckArity("get_input", args, 1, 1);
     // As TVM: an unknown name gives None (GraphModule.set_input relies on it); a bad index is
     // still an IndexError.
-    if (args.codes[0] == kTVMStr && ex->InputIndex(args.values[0].v_str) < 0) {
+    if (args.codes[0] == kTVMStr && args.values[0].v_str != nullptr &&
+        ex->InputIndex(args.values[0].v_str) < 0) {
       rv->Set(nullptr);
       return;
     }
