@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api_guard.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/function.h"
@@ -20,8 +21,6 @@ TVMByteArray* ThreadLocalReturnBytes();
 }  // namespace polyffi
 
 using namespace polyffi;  // NOLINT(build/namespaces): this file is the boundary of the core
-
-#include "api_guard.h"
 
 namespace {
 

@@ -22,8 +22,6 @@
 #include <polyffi/dtype_string.h>
 
 // The one piece from the core: the host's signal check (TVM's C ABI has no function for it).
-#include "polyffi/env_api.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +33,8 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "polyffi/env_api.h"
 
 namespace polyffi {
 namespace {
@@ -294,7 +294,9 @@ class GraphExecutor {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
 
   // Index of the input (arg node) called name, or -1.
-  int InputIndex(const std::string& name) const {
+  int InputIndex(const std::string& name) const { return InputIndex(name.c_str()); }
+  int InputIndex(const char* name) const {  // no string built: get_input(name) is per inference
+    if (name == nullptr) return -1;
     for (size_t i = 0; i < input_nodes_.size(); ++i) {
       if (nodes_[input_nodes_[i]].name == name) return static_cast<int>(i);
     }
@@ -311,7 +313,7 @@ class GraphExecutor {
       }
       return static_cast<int>(i);
     }
-    if (key.type_code() == kTVMStr) {  // the common case: compare without building a string
+    if (key.type_code() == kTVMStr && key.raw().v_str != nullptr) {  // the common case: no copy
       for (size_t i = 0; i < input_nodes_.size(); ++i) {
         if (nodes_[input_nodes_[i]].name == key.raw().v_str) return static_cast<int>(i);
       }
@@ -464,8 +466,9 @@ class GraphExecutor {
     const Entry& out = outputs_[index];
     uint32_t eid = EntryId(out.node_id, out.index);
     DLTensor* ext = TensorArg("set_output_zero_copy", array);
-    void* data = CheckExternal([&] { return "set_output_zero_copy: output " + std::to_string(index); },
-                               entries_.items[eid], ext);
+    void* data =
+        CheckExternal([&] { return "set_output_zero_copy: output " + std::to_string(index); },
+                      entries_.items[eid], ext);
     external_.Set(eid, HoldExternal(array));
     PointEntryAt(eid, data);
     // An output produced by a "__nop" (a reshape sharing its input's memory): the node that
@@ -1073,12 +1076,12 @@ class GraphExecutor {
   std::vector<int64_t> storage_id_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<DLDataType> dtypes_;
-  std::vector<std::string> dtype_strs_;        // as the graph spells them (get_*_info)
+  std::vector<std::string> dtype_strs_;          // as the graph spells them (get_*_info)
   std::unordered_set<std::string> param_names_;  // every name load_params has seen
   OwnedHandles<TVMArrayHandle, TVMArrayFree> storage_;
   OwnedHandles<TVMArrayHandle, TVMArrayFree> entries_;
-  ExternalRefs external_;                          // per entry: arrays lent by zero copy
-  std::vector<std::vector<DLTensor*>> entry_flat_;  // per entry: its flattened copies
+  ExternalRefs external_;                                   // per entry: arrays lent by zero copy
+  std::vector<std::vector<DLTensor*>> entry_flat_;          // per entry: its flattened copies
   OwnedHandles<TVMFunctionHandle, TVMFuncFree> functions_;  // the kernels of ops_
   std::vector<DLTensor> flat_tensors_;
   std::vector<int64_t> flat_shapes_;
@@ -1214,7 +1217,8 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
     CheckArity("get_input", args, 1, 1);
     // As TVM: an unknown name gives None (GraphModule.set_input relies on it); a bad index is
     // still an IndexError.
-    if (args.codes[0] == kTVMStr && ex->InputIndex(args.values[0].v_str) < 0) {
+    if (args.codes[0] == kTVMStr && args.values[0].v_str != nullptr &&
+        ex->InputIndex(args.values[0].v_str) < 0) {
       rv->Set(nullptr);
       return;
     }
@@ -1273,9 +1277,8 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
                              TypeCodeName(args.codes[0]));
     }
     if (args.codes[1] != kTVMBytes) {
-      Throw("TypeError",
-            std::string("share_params: argument 1 expected bytes but got ") +
-                TypeCodeName(args.codes[1]));
+      Throw("TypeError", std::string("share_params: argument 1 expected bytes but got ") +
+                             TypeCodeName(args.codes[1]));
     }
     auto* b = static_cast<TVMByteArray*>(args.values[1].v_handle);
     ex->ShareParams(args.values[0].v_handle, b->data, b->size);
@@ -1285,8 +1288,10 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
   // new array on that (host) device.
   Function run_from_inputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     if (args.size < 2 || args.size % 2 != 0) {
-      Throw("TypeError", "run_from_inputs: expected a device type, a device id and key/array "
-                         "pairs, got " + std::to_string(args.size) + " arguments");
+      Throw("TypeError",
+            "run_from_inputs: expected a device type, a device id and key/array "
+            "pairs, got " +
+                std::to_string(args.size) + " arguments");
     }
     int64_t dev_type = IntArg("run_from_inputs", args, 0);
     int64_t dev_id = IntArg("run_from_inputs", args, 1);

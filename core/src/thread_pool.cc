@@ -38,9 +38,15 @@ void RunTask(Job* job, int task_id) {
   tls_in_task = true;
   int rc = job->flambda(task_id, &job->env, job->cdata);
   tls_in_task = false;
-  if (rc != 0 && !job->failed.exchange(true)) {
-    std::lock_guard<std::mutex> lock(job->error_mu);
-    job->error = TakeLastErrorState();  // moved off the task's thread
+  if (rc != 0) {
+    if (!job->failed.exchange(true)) {
+      std::lock_guard<std::mutex> lock(job->error_mu);
+      job->error = TakeLastErrorState();  // moved off the task's thread
+    } else {
+      // Only the first failure is reported; a host exception attached to a later one is
+      // released here rather than kept alive on this pool thread.
+      TakeLastErrorState();
+    }
   }
 }
 

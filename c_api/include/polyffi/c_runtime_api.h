@@ -105,7 +105,7 @@ TVM_DLL const char* TVMGetLastBacktrace(void);
 
 /*!
  * \brief C++ callers only: throw the calling thread's last error as a C++ exception (a
- *  std::runtime_error whose what() is the whole "Kind: message" text; any host object stays
+ *  std::exception whose what() is the whole "Kind: message" text; any host object stays
  *  attached to the thread's last error). Called from C, the exception cannot be caught and the
  *  process terminates, as with TVM.
  */
