@@ -31,6 +31,9 @@ ci/test-fuzz.sh
 step "Python binding (pytest, with its conformance runner)"
 ci/test-python.sh
 
+step "TVM 0.18's own Python (runtime-only) on TVM's runtime and on libpolyffi"
+ci/test-tvm-compat.sh
+
 step "Rust binding (cargo test with its conformance runner, service, install rules)"
 ci/test-rust.sh
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api_guard.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/function.h"
@@ -21,32 +22,6 @@ TVMByteArray* ThreadLocalReturnBytes();
 }  // namespace polyffi
 
 using namespace polyffi;  // NOLINT(build/namespaces): this file is the boundary of the core
-
-// Exceptions inside, error codes outside.
-#define API_BEGIN() try {
-#define API_END()                                                              \
-  }                                                                            \
-  catch (const EnvErrorAlreadySet&) {                                          \
-    SetLastError("EnvErrorAlreadySet: the host language has a pending error"); \
-    return -2;                                                                 \
-  }                                                                            \
-  catch (const Error& e) {                                                     \
-    SetLastError(e.Full());                                                    \
-    return -1;                                                                 \
-  }                                                                            \
-  catch (const std::bad_alloc&) {                                              \
-    SetLastError("RuntimeError: out of memory");                               \
-    return -1;                                                                 \
-  }                                                                            \
-  catch (const std::exception& e) {                                            \
-    SetLastError(std::string("RuntimeError: ") + e.what());                    \
-    return -1;                                                                 \
-  }                                                                            \
-  catch (...) {                                                                \
-    SetLastError("InternalError: unknown exception");                          \
-    return -1;                                                                 \
-  }                                                                            \
-  return 0;
 
 namespace {
 

@@ -2,7 +2,8 @@
 #   cmake -DNM=nm -DLIB=path/to/libpolyffi.so -DMODE=only_tvm|required -P check_symbols.cmake
 # only_tvm: every defined dynamic symbol starts with "TVM" (hidden visibility alone lets
 #           libstdc++ template instantiations leak; the version script must catch them).
-# required: every function of ABI.md section 3 (plus TVMAPIGetVersion) is exported as code.
+# required: every function of ABI.md section 3 (plus TVMAPIGetVersion) and every other C
+#           function TVM 0.18's libtvm_runtime.so exports is exported as code.
 foreach(_var NM LIB MODE)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "check_symbols.cmake: -D${_var}=... is required")
@@ -65,7 +66,16 @@ elseif(MODE STREQUAL "required")
     TVMSetStream TVMSynchronize
     TVMBackendGetFuncFromEnv TVMBackendRegisterSystemLibSymbol
     TVMBackendAllocWorkspace TVMBackendFreeWorkspace TVMBackendParallelLaunch
-    TVMBackendParallelBarrier TVMBackendRunOnce)
+    TVMBackendParallelBarrier TVMBackendRunOnce
+    # The rest of TVM 0.18's libtvm_runtime.so exports (nm -D --defined-only, 58 TVM* in all).
+    TVMAPISetLastPythonError TVMGetLastPythonError TVMDropLastPythonError
+    TVMGetLastBacktrace TVMThrowLastError TVMBackendRegisterEnvCAPI
+    TVMArrayGetTypeIndex TVMStreamCreate TVMStreamFree TVMStreamStreamSynchronize
+    TVMDeviceAllocDataSpace TVMDeviceAllocDataSpaceWithScope TVMDeviceFreeDataSpace
+    TVMDeviceCopyDataFromTo
+    TVMBackendAnyListSetPackedArg TVMBackendAnyListResetItem
+    TVMBackendAnyListMoveFromPackedReturn
+    TVMLogf TVMPlatformAbort)
   set(_missing "")
   foreach(_fn IN LISTS _required)
     # Functions are text symbols (T); anything else (a data symbol, weak W is fine) is wrong.

@@ -10,7 +10,8 @@ void CFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, in
 }
 
 void CFunction::ThrowCallbackError(int ret) {
-  if (ret == -2) throw EnvErrorAlreadySet();
+  // -2 travels on; the message a signal check set (or a nested -2 carried) travels with it.
+  if (ret == -2) throw EnvErrorAlreadySet{LastErrorIsEnvError() ? GetLastError() : std::string()};
   // The callback reported its error with TVMAPISetLastError on this thread.
   throw Error::Parse(GetLastError());
 }

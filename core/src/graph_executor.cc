@@ -21,6 +21,7 @@
 // the inline namespace polyffi::cxx, so they never collide with the core's of the same names).
 #include <polyffi/dtype_string.h>
 
+// The one piece from the core: the host's signal check (TVM's C ABI has no function for it).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,8 +30,11 @@
 #include <polyffi/polyffi.hpp>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "polyffi/env_api.h"
 
 namespace polyffi {
 namespace {
@@ -249,6 +253,31 @@ class OwnedHandles {
   std::vector<H> items;
 };
 
+// Arrays lent to the executor by set_input_zero_copy / set_output_zero_copy, one slot per entry,
+// each held as a DLPack reference (released when replaced or when the executor goes). A raw
+// DLTensor view cannot be held: its memory stays the caller's to keep alive, as in TVM.
+class ExternalRefs {
+ public:
+  ExternalRefs() = default;
+  ExternalRefs(const ExternalRefs&) = delete;
+  ExternalRefs& operator=(const ExternalRefs&) = delete;
+  ~ExternalRefs() {
+    for (DLManagedTensor* m : items) TVMDLManagedTensorCallDeleter(m);
+  }
+  void Set(size_t i, DLManagedTensor* m) {
+    std::swap(items[i], m);
+    TVMDLManagedTensorCallDeleter(m);
+  }
+  std::vector<DLManagedTensor*> items;
+};
+
+// Turns a C API return code into an exception: -2 (the host has an error pending, such as the
+// KeyboardInterrupt of a signal check) travels on as -2.
+void Check(int rc) {
+  if (rc == -2) throw HostErrorPending();
+  if (rc != 0) throw Error::FromLastError();
+}
+
 class GraphExecutor {
  public:
   GraphExecutor(const std::string& graph_json, void* lib, DLDevice device)
@@ -265,7 +294,9 @@ class GraphExecutor {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
 
   // Index of the input (arg node) called name, or -1.
-  int InputIndex(const std::string& name) const {
+  int InputIndex(const std::string& name) const { return InputIndex(name.c_str()); }
+  int InputIndex(const char* name) const {  // no string built: get_input(name) is per inference
+    if (name == nullptr) return -1;
     for (size_t i = 0; i < input_nodes_.size(); ++i) {
       if (nodes_[input_nodes_[i]].name == name) return static_cast<int>(i);
     }
@@ -282,7 +313,7 @@ class GraphExecutor {
       }
       return static_cast<int>(i);
     }
-    if (key.type_code() == kTVMStr) {  // the common case: compare without building a string
+    if (key.type_code() == kTVMStr && key.raw().v_str != nullptr) {  // the common case: no copy
       for (size_t i = 0; i < input_nodes_.size(); ++i) {
         if (nodes_[input_nodes_[i]].name == key.raw().v_str) return static_cast<int>(i);
       }
@@ -326,12 +357,14 @@ class GraphExecutor {
     return EntryArray(e.node_id, e.index);
   }
 
-  // A new array holding a copy of output index; owned by the caller.
-  TVMArrayHandle CopyOutput(int64_t index) const {
+  // A new array holding a copy of output index (on dev, or the executor's device); owned by the
+  // caller.
+  TVMArrayHandle CopyOutput(int64_t index) const { return CopyOutput(index, device_); }
+  TVMArrayHandle CopyOutput(int64_t index, DLDevice dev) const {
     TVMArrayHandle src = Output(index);
     TVMArrayHandle out = nullptr;
     CheckCall(TVMArrayAlloc(src->shape, src->ndim, src->dtype.code, src->dtype.bits,
-                            src->dtype.lanes, device_.device_type, device_.device_id, &out));
+                            src->dtype.lanes, dev.device_type, dev.device_id, &out));
     int rc = TVMArrayCopyFromTo(src, out, nullptr);
     if (rc != 0) {
       Error err = Error::FromLastError();
@@ -348,9 +381,174 @@ class GraphExecutor {
     CopyChecked(src, out);
   }
 
+  // Index of the output whose node is called name (the last one, as TVM), or -1.
+  int OutputIndex(const std::string& name) const {
+    int found = -1;
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (nodes_[outputs_[i].node_id].name == name) found = static_cast<int>(i);
+    }
+    return found;
+  }
+
+  // An output given as an index, a node name, or TVM's "name:index" key, resolved to its index.
+  int ResolveOutput(const char* fn, ArgValue key) const {
+    if (key.type_code() == kTVMArgInt || key.type_code() == kDLUInt) {
+      int64_t i = key.raw().v_int64;
+      if (i < 0 || i >= num_outputs()) {
+        Throw("IndexError", std::string(fn) + ": output index " + std::to_string(i) +
+                                " out of range [0, " + std::to_string(num_outputs()) + ")");
+      }
+      return static_cast<int>(i);
+    }
+    std::string name;
+    try {
+      name = key.as<std::string>();
+    } catch (const Error&) {
+      Throw("TypeError", std::string(fn) + ": output must be an int index or a str name, got " +
+                             TypeCodeName(key.type_code()));
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (nodes_[outputs_[i].node_id].name + ":" + std::to_string(i) == name) {
+        return static_cast<int>(i);
+      }
+    }
+    int i = OutputIndex(name);
+    if (i < 0) {
+      Throw("KeyError", std::string(fn) + ": the graph has no output named '" + name + "'");
+    }
+    return i;
+  }
+
+  // The shape and dtype of inputs (those load_params has not named: what the caller still has
+  // to set) or of outputs, as TVM's get_input_info / get_output_info: per name, the entry's
+  // shape and the graph's dtype string.
+  struct Info {
+    std::string name;
+    const std::vector<int64_t>* shape;
+    const std::string* dtype;
+  };
+  std::vector<Info> InputInfo() const {
+    std::vector<Info> out;
+    for (uint32_t nid : input_nodes_) {
+      const std::string& name = nodes_[nid].name;
+      if (param_names_.count(name) != 0) continue;
+      uint32_t eid = EntryId(nid, 0);
+      out.push_back(Info{name, &shapes_[eid], &dtype_strs_[eid]});
+    }
+    return out;
+  }
+  std::vector<Info> OutputInfo() const {
+    std::vector<Info> out;
+    for (const Entry& e : outputs_) {
+      uint32_t eid = EntryId(e.node_id, e.index);
+      out.push_back(Info{nodes_[e.node_id].name, &shapes_[eid], &dtype_strs_[eid]});
+    }
+    return out;
+  }
+
+  // Zero copy: the input (and every entry sharing its storage, such as a reshape of it) reads
+  // the caller's memory from now on; get_input returns an array over it, set_input writes it.
+  void SetInputZeroCopy(int index, ArgValue array) {
+    const Node& node = nodes_[input_nodes_[index]];
+    uint32_t eid = EntryId(input_nodes_[index], 0);
+    DLTensor* ext = TensorArg("set_input_zero_copy", array);
+    void* data = CheckExternal([&] { return "set_input_zero_copy: input '" + node.name + "'"; },
+                               entries_.items[eid], ext);
+    external_.Set(eid, HoldExternal(array));
+    for (size_t e = 0; e < storage_id_.size(); ++e) {
+      if (storage_id_[e] == storage_id_[eid]) PointEntryAt(static_cast<uint32_t>(e), data);
+    }
+    MarkSet(index);
+  }
+
+  // Zero copy: the kernel producing the output writes the caller's memory from now on.
+  void SetOutputZeroCopy(int index, ArgValue array) {
+    const Entry& out = outputs_[index];
+    uint32_t eid = EntryId(out.node_id, out.index);
+    DLTensor* ext = TensorArg("set_output_zero_copy", array);
+    void* data =
+        CheckExternal([&] { return "set_output_zero_copy: output " + std::to_string(index); },
+                      entries_.items[eid], ext);
+    external_.Set(eid, HoldExternal(array));
+    PointEntryAt(eid, data);
+    // An output produced by a "__nop" (a reshape sharing its input's memory): the node that
+    // writes that input must write the caller's memory, as in TVM.
+    const Node& node = nodes_[out.node_id];
+    if (node.op == "tvm_op" && node.func_name == "__nop" && !node.inputs.empty()) {
+      PointEntryAt(EntryId(node.inputs[0].node_id, node.inputs[0].index), data);
+    }
+  }
+
+  // share_params: the inputs named in the params blob use the other executor's arrays (no
+  // copy); TVM reads only the names of the blob. Everything is checked before anything changes.
+  void ShareParams(void* other, const char* data, size_t size) {
+    Reader r(data, size);
+    uint64_t magic = r.Read<uint64_t>("header magic");
+    if (magic != kParamsMagic) Throw("ValueError", "share_params: not a TVM params blob");
+    r.Read<uint64_t>("header reserved");
+    uint64_t num_names = r.Read<uint64_t>("name count");
+    if (num_names > r.remaining() / 8) {
+      Throw("ValueError", "share_params: params blob truncated: " + std::to_string(num_names) +
+                              " names announced in " + std::to_string(r.remaining()) + " bytes");
+    }
+    std::vector<std::string> names(num_names);
+    for (auto& n : names) {
+      uint64_t len = r.Read<uint64_t>("name length");
+      n.assign(r.Take(len, "name"), len);
+    }
+    if (r.Read<uint64_t>("array count") != num_names) {
+      Throw("ValueError", "share_params: the params blob's name and array counts differ");
+    }
+    TVMFunctionHandle get_input = nullptr;
+    Check(TVMModGetFunction(other, "get_input", 0, &get_input));
+    if (get_input == nullptr) Throw("TypeError", "share_params: the module has no get_input");
+    OwnedHandles<TVMFunctionHandle, TVMFuncFree> hold_fn;
+    hold_fn.items.push_back(get_input);
+    OwnedHandles<TVMArrayHandle, TVMArrayFree> shared;  // owned until swapped in
+    std::vector<uint32_t> eids;
+    std::vector<int> indices;
+    for (const std::string& name : names) {
+      int idx = InputIndex(name);
+      if (idx < 0) continue;
+      TVMValue v, rv;
+      int c = kTVMStr, rc = kTVMNullptr;
+      v.v_str = name.c_str();
+      Check(TVMFuncCall(get_input, &v, &c, 1, &rv, &rc));
+      if (rc != kTVMNDArrayHandle) {
+        if (Any::IsObjectCode(rc)) TVMObjectFree(rv.v_handle);
+        Throw("ValueError", "share_params: the other executor has no input '" + name + "'");
+      }
+      shared.items.push_back(static_cast<TVMArrayHandle>(rv.v_handle));
+      uint32_t eid = EntryId(input_nodes_[idx], 0);
+      CheckMatch([&] { return "share_params: input '" + name + "'"; }, entries_.items[eid],
+                 shared.items.back());
+      eids.push_back(eid);
+      indices.push_back(idx);
+    }
+    for (size_t k = 0; k < eids.size(); ++k) {
+      TVMArrayHandle old = entries_.items[eids[k]];
+      TVMArrayHandle now = shared.items[k];
+      shared.items[k] = old;  // released with `shared`
+      entries_.items[eids[k]] = now;
+      for (Op& op : ops_) {
+        for (TVMValue& v : op.values) {
+          if (v.v_handle == old) v.v_handle = now;
+        }
+      }
+      for (DLTensor* f : entry_flat_[eids[k]]) {
+        f->data = now->data;
+        f->byte_offset = now->byte_offset;
+      }
+      MarkSet(indices[k]);
+    }
+  }
+
   void Run() {
     if (!all_inputs_set_) CheckInputsSet();
+    // A long run honours the host's Ctrl-C: its signal check, every 10 ms, may stop it with -2.
+    env::PeriodicSignalCheck signals;
     for (Op& op : ops_) {
+      Check(signals.Tick());
       if (op.func == nullptr) {
         // "__copy" (TVM's device copy node): inputs[0] -> outputs[0]. "__nop" has no entry.
         CheckCall(TVMArrayCopyFromTo(static_cast<DLTensor*>(op.values[0].v_handle),
@@ -359,10 +557,8 @@ class GraphExecutor {
       }
       TVMValue rv;
       int rc = kTVMNullptr;
-      if (TVMFuncCall(op.func, op.values.data(), op.codes.data(),
-                      static_cast<int>(op.values.size()), &rv, &rc) != 0) {
-        throw Error::FromLastError();
-      }
+      Check(TVMFuncCall(op.func, op.values.data(), op.codes.data(),
+                        static_cast<int>(op.values.size()), &rv, &rc));
       // Kernels return nothing; should one return an object anyway, do not leak it.
       if (rc == kTVMNDArrayHandle) {
         TVMArrayFree(static_cast<TVMArrayHandle>(rv.v_handle));
@@ -467,6 +663,8 @@ class GraphExecutor {
       CheckCall(TVMArrayCopyFromBytes(dst, const_cast<char*>(p->data), p->nbytes));
     }
     for (int idx : written) MarkSet(idx);
+    // As TVM: every name of the blob counts as a param for get_input_info from now on.
+    for (const auto& p : params) param_names_.insert(p.name);
   }
 
  private:
@@ -500,6 +698,46 @@ class GraphExecutor {
   uint32_t EntryId(uint32_t nid, uint32_t index) const { return node_row_ptr_[nid] + index; }
   TVMArrayHandle EntryArray(uint32_t nid, uint32_t index) const {
     return entries_.items[EntryId(nid, index)];
+  }
+
+  // Point an entry (its array, and the flattened copies kernels receive) at other memory.
+  void PointEntryAt(uint32_t eid, void* data) {
+    DLTensor* t = entries_.items[eid];
+    t->data = data;
+    t->byte_offset = 0;
+    for (DLTensor* f : entry_flat_[eid]) {
+      f->data = data;
+      f->byte_offset = 0;
+    }
+  }
+
+  // A reference that keeps a lent NDArray alive; NULL for a raw DLTensor view.
+  static DLManagedTensor* HoldExternal(ArgValue array) {
+    if (array.type_code() != kTVMNDArrayHandle) return nullptr;
+    DLManagedTensor* m = nullptr;
+    CheckCall(TVMArrayToDLPack(static_cast<TVMArrayHandle>(array.raw().v_handle), &m));
+    return m;
+  }
+
+  // TVM's checks of lent memory (CheckExternalDLTensor), plus dtype and compactness: the same
+  // shape, dtype and device as the entry, compact, 64-byte aligned. Returns its first byte.
+  template <typename What>
+  static void* CheckExternal(const What& what, const DLTensor* internal, const DLTensor* ext) {
+    CheckMatch(what, internal, ext);
+    if (ext->device.device_type != internal->device.device_type ||
+        ext->device.device_id != internal->device.device_id) {
+      Throw("ValueError", what() + ": the array is on device (" +
+                              std::to_string(static_cast<int>(ext->device.device_type)) + ", " +
+                              std::to_string(ext->device.device_id) + "), the executor's is (" +
+                              std::to_string(static_cast<int>(internal->device.device_type)) +
+                              ", " + std::to_string(internal->device.device_id) + ")");
+    }
+    if (!IsCompact(*ext)) Throw("ValueError", what() + ": the array is not contiguous");
+    char* data = static_cast<char*>(ext->data) + ext->byte_offset;
+    if (ext->data == nullptr || reinterpret_cast<uintptr_t>(data) % 64 != 0) {
+      Throw("ValueError", what() + ": the array's data must be 64-byte aligned (and not NULL)");
+    }
+    return data;
   }
 
   static DLTensor* TensorArg(const char* fn, ArgValue a) {
@@ -716,6 +954,7 @@ class GraphExecutor {
                 "graph JSON: entry " + std::to_string(i) + " has a negative dimension");
       }
       dtypes_.push_back(ParseDType(dltype[i]));
+      dtype_strs_.push_back(dltype[i]);
     }
   }
 
@@ -741,6 +980,7 @@ class GraphExecutor {
                               &storage_.items[sid]));
     }
     entries_.items.assign(storage_id_.size(), nullptr);
+    external_.items.assign(storage_id_.size(), nullptr);
     for (size_t i = 0; i < storage_id_.size(); ++i) {
       TVMArrayHandle storage = storage_.items[storage_id_[i]];
       auto* ctx = new ViewContext();
@@ -776,17 +1016,22 @@ class GraphExecutor {
     // Sized once so the pointers packed below stay valid.
     flat_tensors_.resize(num_flat);
     flat_shapes_.resize(num_flat);
+    entry_flat_.assign(entries_.items.size(), {});
     size_t flat_next = 0;
     for (uint32_t nid = 0; nid < nodes_.size(); ++nid) {
       const Node& n = nodes_[nid];
       if (n.op != "tvm_op" || n.func_name == "__nop") continue;
       Op op;
+      std::vector<uint32_t> eids;
+      for (const Entry& e : n.inputs) eids.push_back(EntryId(e.node_id, e.index));
+      for (uint32_t k = 0; k < n.num_outputs; ++k) eids.push_back(EntryId(nid, k));
       std::vector<DLTensor*> args;
-      for (const Entry& e : n.inputs) args.push_back(EntryArray(e.node_id, e.index));
-      for (uint32_t k = 0; k < n.num_outputs; ++k) args.push_back(EntryArray(nid, k));
+      for (uint32_t eid : eids) args.push_back(entries_.items[eid]);
       if (n.flatten_data) {
-        for (DLTensor*& t : args) {
+        for (size_t a = 0; a < args.size(); ++a) {
+          DLTensor*& t = args[a];
           DLTensor& flat = flat_tensors_[flat_next];
+          entry_flat_[eids[a]].push_back(&flat);
           flat = *t;
           flat_shapes_[flat_next] = 1;
           for (int d = 0; d < t->ndim; ++d) flat_shapes_[flat_next] *= t->shape[d];
@@ -831,8 +1076,12 @@ class GraphExecutor {
   std::vector<int64_t> storage_id_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<DLDataType> dtypes_;
+  std::vector<std::string> dtype_strs_;          // as the graph spells them (get_*_info)
+  std::unordered_set<std::string> param_names_;  // every name load_params has seen
   OwnedHandles<TVMArrayHandle, TVMArrayFree> storage_;
   OwnedHandles<TVMArrayHandle, TVMArrayFree> entries_;
+  ExternalRefs external_;                                   // per entry: arrays lent by zero copy
+  std::vector<std::vector<DLTensor*>> entry_flat_;          // per entry: its flattened copies
   OwnedHandles<TVMFunctionHandle, TVMFuncFree> functions_;  // the kernels of ops_
   std::vector<DLTensor> flat_tensors_;
   std::vector<int64_t> flat_shapes_;
@@ -874,6 +1123,59 @@ bool IsModule(int code, void* handle) {
          TVMObjectDerivedFrom(t, module_index, &derived) == 0 && derived != 0;
 }
 
+std::string StrArg(const char* fn, PackedArgs args, int i) {
+  try {
+    return args[i].as<std::string>();
+  } catch (const Error&) {
+    Throw("TypeError", std::string(fn) + ": argument " + std::to_string(i) +
+                           " expected str but got " + TypeCodeName(args.codes[i]));
+  }
+}
+
+std::string ModuleTypeKey(void* module) {
+  static Function type_key = Function::GetGlobalRequired("runtime.ModuleGetTypeKey");
+  TVMValue v;
+  int c = kTVMModuleHandle;
+  v.v_handle = module;
+  Any key = type_key.CallPacked(&v, &c, 1);
+  return key.type_code() == kTVMStr ? key.as_str() : std::string();
+}
+
+// A shape as TVM returns it: a runtime.ShapeTuple where the runtime registers that type,
+// otherwise an Array of ints.
+Any ShapeObject(const std::vector<int64_t>& shape) {
+  static Function shape_tuple = Function::GetGlobal("runtime.ShapeTuple");
+  static Function array = Function::GetGlobalRequired("runtime.Array");
+  std::vector<TVMValue> values(shape.size());
+  std::vector<int> codes(shape.size(), kTVMArgInt);
+  for (size_t i = 0; i < shape.size(); ++i) values[i].v_int64 = shape[i];
+  const Function& make = shape_tuple ? shape_tuple : array;
+  return make.CallPacked(values.data(), codes.data(), static_cast<int>(values.size()));
+}
+
+// {"shape": {name: shape}, "dtype": {name: dtype string}}, TVM's get_input_info result.
+template <typename InfoList>
+Any InfoMap(const InfoList& info) {
+  static Function map = Function::GetGlobalRequired("runtime.Map");
+  std::vector<Any> shapes;  // owned until the map holds them
+  std::vector<TVMValue> sv, dv;
+  std::vector<int> sc, dc;
+  for (const auto& item : info) {
+    shapes.push_back(ShapeObject(*item.shape));
+    TVMValue k, s, d;
+    k.v_str = item.name.c_str();
+    s.v_handle = shapes.back().as_object().get();
+    d.v_str = item.dtype->c_str();
+    sv.insert(sv.end(), {k, s});
+    sc.insert(sc.end(), {kTVMStr, kTVMObjectHandle});
+    dv.insert(dv.end(), {k, d});
+    dc.insert(dc.end(), {kTVMStr, kTVMStr});
+  }
+  Any shape_map = map.CallPacked(sv.data(), sc.data(), static_cast<int>(sv.size()));
+  Any dtype_map = map.CallPacked(dv.data(), dc.data(), static_cast<int>(dv.size()));
+  return map("shape", shape_map.as_object(), "dtype", dtype_map.as_object());
+}
+
 // Returns an array with kTVMNDArrayHandle; the return slot takes its own reference.
 void ReturnArray(RetValue* rv, TVMArrayHandle a) {
   TVMValue v;
@@ -894,7 +1196,8 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
   });
   Function get_output = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_output", args, 1, 2);
-    int64_t index = IntArg("get_output", args, 0);
+    int64_t index = args.codes[0] == kTVMStr ? ex->ResolveOutput("get_output", args[0])
+                                             : IntArg("get_output", args, 0);
     if (args.size == 2) {
       ex->CopyOutputTo(index, args[1]);
       rv->Set(nullptr);
@@ -912,6 +1215,13 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
   });
   Function get_input = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
     CheckArity("get_input", args, 1, 1);
+    // As TVM: an unknown name gives None (GraphModule.set_input relies on it); a bad index is
+    // still an IndexError.
+    if (args.codes[0] == kTVMStr && args.values[0].v_str != nullptr &&
+        ex->InputIndex(args.values[0].v_str) < 0) {
+      rv->Set(nullptr);
+      return;
+    }
     ReturnArray(rv, ex->InputForCaller(ex->ResolveInput("get_input", args[0])));
   });
   Function get_num_outputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
@@ -936,10 +1246,81 @@ Any MakeExecutorModule(std::shared_ptr<GraphExecutor> ex) {
     ex->LoadParams(b->data, b->size);
     rv->Set(nullptr);
   });
+  Function get_output_index = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_output_index", args, 1, 1);
+    rv->Set(ex->OutputIndex(StrArg("get_output_index", args, 0)));
+  });
+  Function get_input_info = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_input_info", args, 0, 0);
+    rv->Set(InfoMap(ex->InputInfo()).as_object());
+  });
+  Function get_output_info = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("get_output_info", args, 0, 0);
+    rv->Set(InfoMap(ex->OutputInfo()).as_object());
+  });
+  Function set_input_zero_copy = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("set_input_zero_copy", args, 2, 2);
+    ex->SetInputZeroCopy(ex->ResolveInput("set_input_zero_copy", args[0]), args[1]);
+    rv->Set(nullptr);
+  });
+  Function set_output_zero_copy = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("set_output_zero_copy", args, 2, 2);
+    ex->SetOutputZeroCopy(ex->ResolveOutput("set_output_zero_copy", args[0]), args[1]);
+    rv->Set(nullptr);
+  });
+  Function share_params = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    CheckArity("share_params", args, 2, 2);
+    if (!IsModule(args.codes[0], args.values[0].v_handle) ||
+        ModuleTypeKey(args.values[0].v_handle) != "GraphExecutor") {
+      Throw("TypeError", std::string("share_params: argument 0 expected a GraphExecutor module "
+                                     "but got ") +
+                             TypeCodeName(args.codes[0]));
+    }
+    if (args.codes[1] != kTVMBytes) {
+      Throw("TypeError", std::string("share_params: argument 1 expected bytes but got ") +
+                             TypeCodeName(args.codes[1]));
+    }
+    auto* b = static_cast<TVMByteArray*>(args.values[1].v_handle);
+    ex->ShareParams(args.values[0].v_handle, b->data, b->size);
+    rv->Set(nullptr);
+  });
+  // run_from_inputs(dev_type, dev_id, key0, array0, ...): set, run, and return every output as a
+  // new array on that (host) device.
+  Function run_from_inputs = MakeFromBody([ex](PackedArgs args, RetValue* rv) {
+    if (args.size < 2 || args.size % 2 != 0) {
+      Throw("TypeError",
+            "run_from_inputs: expected a device type, a device id and key/array "
+            "pairs, got " +
+                std::to_string(args.size) + " arguments");
+    }
+    int64_t dev_type = IntArg("run_from_inputs", args, 0);
+    int64_t dev_id = IntArg("run_from_inputs", args, 1);
+    if (dev_type != kDLCPU && dev_type != kDLCUDAHost) {
+      Throw("ValueError", "run_from_inputs: device type " + std::to_string(dev_type) +
+                              " is not available (this runtime has CPU only)");
+    }
+    for (int i = 2; i < args.size; i += 2) {
+      ex->SetInput(ex->ResolveInput("run_from_inputs", args[i]), args[i + 1]);
+    }
+    ex->Run();
+    OwnedHandles<TVMArrayHandle, TVMArrayFree> outs;
+    DLDevice host{static_cast<DLDeviceType>(dev_type), static_cast<int32_t>(dev_id)};
+    for (int i = 0; i < ex->num_outputs(); ++i) outs.items.push_back(ex->CopyOutput(i, host));
+    std::vector<TVMValue> values(outs.items.size());
+    std::vector<int> codes(outs.items.size(), kTVMNDArrayHandle);
+    for (size_t i = 0; i < values.size(); ++i) values[i].v_handle = outs.items[i];
+    static Function make_array = Function::GetGlobalRequired("runtime.Array");
+    Any arr = make_array.CallPacked(values.data(), codes.data(), static_cast<int>(values.size()));
+    rv->Set(arr.as_object());
+  });
   Function make = Function::GetGlobalRequired("runtime.ModuleFromFunctions");
   return make("GraphExecutor", "set_input", set_input, "run", run, "get_output", get_output,
               "get_input", get_input, "get_num_outputs", get_num_outputs, "get_num_inputs",
-              get_num_inputs, "get_input_index", get_input_index, "load_params", load_params);
+              get_num_inputs, "get_input_index", get_input_index, "load_params", load_params,
+              "get_output_index", get_output_index, "get_input_info", get_input_info,
+              "get_output_info", get_output_info, "set_input_zero_copy", set_input_zero_copy,
+              "set_output_zero_copy", set_output_zero_copy, "share_params", share_params,
+              "run_from_inputs", run_from_inputs);
 }
 
 // tvm.graph_executor.create(graph_json, lib, dev_type, dev_id) -> Module

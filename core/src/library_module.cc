@@ -346,7 +346,8 @@ ObjectPtr<ModuleObj> LoadSharedLibrary(const std::string& path) {
 
 class SystemLibModule final : public ModuleObj {
  public:
-  std::string type_key() const override { return "system_lib"; }
+  // TVM's key: its system library is a library module too.
+  std::string type_key() const override { return "library"; }
   void Register(const std::string& name, void* ptr) {
     if (name == "__tvm_module_ctx") {
       *static_cast<void**>(ptr) = this;

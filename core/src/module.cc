@@ -29,6 +29,15 @@ std::vector<ObjectPtr<ModuleObj>> ModuleObj::imports() const {
   return imports_;
 }
 
+void ModuleObj::ClearImports() {
+  std::vector<ObjectPtr<ModuleObj>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(imports_);
+  }
+  // Released outside the lock: an import's destructor may run arbitrary finalizers.
+}
+
 FunctionObj* ModuleObj::GetFuncFromEnv(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -82,7 +91,8 @@ class BackendFunction final : public FunctionObj {
     ret_value.v_handle = nullptr;
     int ret_code = kTVMNullptr;
     int rc = me->f_(values, codes, n, &ret_value, &ret_code, nullptr);
-    if (rc == -2) throw EnvErrorAlreadySet();
+    // -2 travels on; the message a signal check set (or a nested -2 carried) travels with it.
+    if (rc == -2) throw EnvErrorAlreadySet{LastErrorIsEnvError() ? GetLastError() : std::string()};
     if (rc != 0) throw Error::Parse(GetLastError());
     if (IsObjectCode(ret_code) && ret_code != kTVMObjectRValueRefArg) {
       // Classic convention: an object result is transferred to the caller.

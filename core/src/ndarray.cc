@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
@@ -116,6 +117,37 @@ ObjectPtr<NDArrayObj> NDArrayObj::View(void* data, const int64_t* shape, int ndi
   arr->tensor.dtype = dtype;
   arr->tensor.strides = nullptr;
   arr->tensor.byte_offset = 0;
+  return arr;
+}
+
+ObjectPtr<NDArrayObj> NDArrayObj::View(ObjectPtr<NDArrayObj> base,
+                                       const std::vector<int64_t>& shape, DLDataType dtype,
+                                       uint64_t relative_byte_offset) {
+  if (!base) Throw("ValueError", "cannot create a view of a null array");
+  CheckDataType(dtype);
+  const DLTensor& b = base->tensor;
+  size_t base_size = CompactBytes(b);
+  size_t view_size = CheckedBytes(shape.data(), static_cast<int>(shape.size()), dtype);
+  if (relative_byte_offset > base_size || view_size > base_size - relative_byte_offset) {
+    std::ostringstream os;
+    os << "View with shape [";
+    for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+    os << "] would have a size of " << view_size << " bytes.  This would occupy bytes "
+       << relative_byte_offset << " <= i_byte < " << relative_byte_offset + view_size
+       << " within the backing array.  However, the NDArray being viewed only contains "
+       << base_size << " bytes";
+    throw Error("ValueError", os.str());
+  }
+  auto arr = ObjectPtr<NDArrayObj>::Adopt(new NDArrayObj());
+  arr->shape_ = shape;
+  arr->tensor.data = b.data;
+  arr->tensor.device = b.device;
+  arr->tensor.ndim = static_cast<int>(shape.size());
+  arr->tensor.dtype = dtype;
+  arr->tensor.shape = arr->shape_.data();
+  arr->tensor.strides = nullptr;
+  arr->tensor.byte_offset = b.byte_offset + relative_byte_offset;
+  arr->owner_ = std::move(base);  // the array the view's memory belongs to
   return arr;
 }
 

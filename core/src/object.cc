@@ -67,7 +67,9 @@ class TypeTable {
     Register("runtime.String", TypeIndex::kObject, TypeIndex::kString);
     Register("Array", TypeIndex::kObject, TypeIndex::kArray);
     Register("Map", TypeIndex::kObject, TypeIndex::kMap);
+    Register("runtime.ShapeTuple", TypeIndex::kObject, TypeIndex::kShapeTuple);
     Register("runtime.PackedFunc", TypeIndex::kObject, TypeIndex::kFunction);
+    Register("runtime.ADT", TypeIndex::kObject, TypeIndex::kADT);
   }
   mutable std::shared_mutex mu_;
   std::vector<TypeInfo> infos_;

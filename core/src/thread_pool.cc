@@ -38,8 +38,8 @@ struct Job {
   std::atomic<int> pending{0};  // tasks 1..n-1 not finished yet
   std::atomic<bool> failed{false};
   std::mutex error_mu;
-  std::string error;
-  bool raised = false;  // the failing task raised a tvm-ffi error (kind, message)
+  LastErrorState error;  // the failing task's error, with any host exception attached to it
+  bool raised = false;   // the failing task raised a tvm-ffi error (kind, message)
   std::string raised_kind, raised_message;
 };
 
@@ -49,11 +49,19 @@ void RunTask(Job* job, int task_id) {
   tls_in_task = true;
   int rc = job->flambda(task_id, &job->env, job->cdata);
   tls_in_task = false;
-  if (rc != 0 && !job->failed.exchange(true)) {
-    std::lock_guard<std::mutex> lock(job->error_mu);
-    job->error = GetLastError();  // the failing task's thread-local message
-    // A tvm-ffi kernel's task raises through TVMFFIErrorSetRaisedFromCStrParts instead.
-    job->raised = tvmffi::TakeRaised(&job->raised_kind, &job->raised_message);
+  if (rc != 0) {
+    if (!job->failed.exchange(true)) {
+      std::lock_guard<std::mutex> lock(job->error_mu);
+      job->error = TakeLastErrorState();  // moved off the task's thread
+      // A tvm-ffi kernel's task raises through TVMFFIErrorSetRaisedFromCStrParts instead.
+      job->raised = tvmffi::TakeRaised(&job->raised_kind, &job->raised_message);
+    } else {
+      // Only the first failure is reported; a host exception attached to a later one is
+      // released here rather than kept alive on this pool thread, and so is a raised error.
+      TakeLastErrorState();
+      std::string kind, message;
+      tvmffi::TakeRaised(&kind, &message);
+    }
   }
 }
 
@@ -105,7 +113,8 @@ class ThreadPool {
     }
     job_.store(nullptr, std::memory_order_relaxed);
     if (job.failed.load()) {
-      SetLastError(job.error.empty() ? "RuntimeError: a parallel task failed" : job.error);
+      if (job.error.text.empty()) job.error.text = "RuntimeError: a parallel task failed";
+      RestoreLastErrorState(std::move(job.error));
       if (job.raised) tvmffi::SetRaised(job.raised_kind.c_str(), std::move(job.raised_message));
       return -1;
     }

@@ -9,7 +9,9 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -272,6 +274,195 @@ TEST_P(TvmGraphModel, LoadingTwiceReturnsTheSameRoot) {
   Module a = Module::Load(dir() + "/factory.so");
   Module b = Module::Load(dir() + "/factory.so");
   EXPECT_EQ(a.get(), b.get());
+}
+
+// ---- TVM 0.18's other executor functions on TVM's models --------------------------------------
+
+Arg ObjArg(void* h) { return {{.v_handle = h}, kTVMObjectHandle}; }
+
+int64_t IntOf(const Result& r) {
+  EXPECT_EQ(r.code, kTVMArgInt);
+  return r.v.v_int64;
+}
+
+// A shape from get_*_info: a runtime.ShapeTuple where the runtime has that type, else an Array.
+std::vector<int64_t> ShapeOf(void* obj) {
+  unsigned index = 0;
+  char* key = nullptr;
+  EXPECT_EQ(TVMObjectGetTypeIndex(obj, &index), 0);
+  EXPECT_EQ(TVMObjectTypeIndex2Key(index, &key), 0);
+  bool tuple = std::string(key) == "runtime.ShapeTuple";
+  std::vector<int64_t> out;
+  int64_t n =
+      IntOf(CallGlobal(tuple ? "runtime.GetShapeTupleSize" : "runtime.ArraySize", {ObjArg(obj)}));
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(IntOf(CallGlobal(tuple ? "runtime.GetShapeTupleElem" : "runtime.ArrayGetItem",
+                                   {ObjArg(obj), Arg::Int(i)})));
+  }
+  return out;
+}
+
+using InfoMap = std::map<std::string, std::pair<std::vector<int64_t>, std::string>>;
+
+// get_input_info / get_output_info as {name: (shape, dtype)}.
+InfoMap InfoOf(const Module& exec, const char* fn) {
+  Result info = exec.Call(fn, {});
+  EXPECT_EQ(info.code, kTVMObjectHandle);
+  Result shapes = CallGlobal("runtime.MapGetItem", {ObjArg(info.v.v_handle), Arg::Str("shape")});
+  Result dtypes = CallGlobal("runtime.MapGetItem", {ObjArg(info.v.v_handle), Arg::Str("dtype")});
+  Result items = CallGlobal("runtime.MapItems", {ObjArg(shapes.v.v_handle)});
+  InfoMap out;
+  int64_t n = IntOf(CallGlobal("runtime.ArraySize", {ObjArg(items.v.v_handle)}));
+  for (int64_t i = 0; i < n; i += 2) {
+    Result name = CallGlobal("runtime.ArrayGetItem", {ObjArg(items.v.v_handle), Arg::Int(i)});
+    EXPECT_EQ(name.code, kTVMStr);
+    std::string key = name.v.v_str;
+    Result shape = CallGlobal("runtime.ArrayGetItem", {ObjArg(items.v.v_handle), Arg::Int(i + 1)});
+    out[key].first = ShapeOf(shape.v.v_handle);
+    Result dtype = CallGlobal("runtime.MapGetItem", {ObjArg(dtypes.v.v_handle), Arg::Str(key)});
+    EXPECT_EQ(dtype.code, kTVMStr);
+    out[key].second = dtype.v.v_str;
+  }
+  return out;
+}
+
+Module ThreeArtifactExecutor(const std::string& dir, const Module& kernels) {
+  std::string graph = ReadFile(dir + "/graph.json");
+  Result exec = CallGlobal("tvm.graph_executor.create", {Arg::Str(graph), Arg::Mod(kernels.get()),
+                                                         Arg::Int(kDLCPU), Arg::Int(0)});
+  EXPECT_EQ(exec.code, kTVMModuleHandle);
+  exec.code = kTVMNullptr;
+  return Module(exec.v.v_handle);
+}
+
+Module FactoryExecutor(const Module& lib) {
+  Result exec = lib.Call("default", {Arg::Dev({kDLCPU, 0})});
+  EXPECT_EQ(exec.code, kTVMModuleHandle);
+  exec.code = kTVMNullptr;
+  return Module(exec.v.v_handle);
+}
+
+// The values TVM 0.18's own runtime returns for multi_io_b1 (tvm.contrib.graph_executor on
+// libtvm_runtime.so from the Maven artifact): get_input_info lists the param p0 until
+// load_params names it; outputs are keyed by their nodes' names.
+TEST(TvmExecutorFunctions, InfoOfMultiIoIsTvms) {
+  const std::string dir = kDir + "/multi_io_b1";
+  Module kernels = Module::Load(dir + "/kernels.so");
+  Module ex = ThreeArtifactExecutor(dir, kernels);
+  EXPECT_EQ(InfoOf(ex, "get_input_info"), (InfoMap{{"x", {{1, 8}, "float32"}},
+                                                   {"idx", {{1, 8}, "int32"}},
+                                                   {"z", {{1, 4}, "float64"}},
+                                                   {"p0", {{8}, "float32"}}}));
+  std::string params = ReadFile(dir + "/params.bin");
+  TVMByteArray b{params.data(), params.size()};
+  ex.Call("load_params", {Arg::Bytes(&b)});
+  EXPECT_EQ(InfoOf(ex, "get_input_info"), (InfoMap{{"x", {{1, 8}, "float32"}},
+                                                   {"idx", {{1, 8}, "int32"}},
+                                                   {"z", {{1, 4}, "float64"}}}));
+  EXPECT_EQ(InfoOf(ex, "get_output_info"),
+            (InfoMap{{"tvmgen_default_fused_multiply_cast_add", {{1, 8}, "float32"}},
+                     {"tvmgen_default_fused_multiply_sum", {{1}, "int32"}},
+                     {"tvmgen_default_fused_multiply_add_sqrt", {{1, 4}, "float64"}}}));
+  EXPECT_EQ(IntOf(ex.Call("get_num_inputs", {})), 4);
+  // TVM returns None for an unknown name (GraphModule.set_input relies on it).
+  Result none = ex.Call("get_input", {Arg::Str("nope")});
+  EXPECT_EQ(none.code, kTVMNullptr);
+  EXPECT_EQ(IntOf(ex.Call("get_output_index", {Arg::Str("tvmgen_default_fused_multiply_sum")})), 1);
+}
+
+TEST_P(TvmGraphModel, InfoAgreesWithTheFixture) {
+  Module kernels = Module::Load(dir() + "/kernels.so");
+  Module ex = ThreeArtifactExecutor(dir(), kernels);
+  const Json io = this->io();
+  InfoMap inputs;
+  for (const auto& in : io["inputs"]) {
+    inputs[in["name"]] = {in["shape"].get<std::vector<int64_t>>(), in["dtype"]};
+  }
+  EXPECT_EQ(InfoOf(ex, "get_input_info").size(), inputs.size() + io["params"].size());
+  std::string params = ReadFile(dir() + "/params.bin");
+  TVMByteArray b{params.data(), params.size()};
+  ex.Call("load_params", {Arg::Bytes(&b)});
+  EXPECT_EQ(InfoOf(ex, "get_input_info"), inputs);
+  std::multiset<std::pair<std::vector<int64_t>, std::string>> want, got;
+  for (const auto& out : io["outputs"]) {
+    want.insert({out["shape"].get<std::vector<int64_t>>(), out["dtype"]});
+  }
+  for (const auto& [name, value] : InfoOf(ex, "get_output_info")) got.insert(value);
+  EXPECT_EQ(got, want);
+}
+
+// Inputs and outputs lent with zero copy: the outputs land in the caller's arrays, bit for bit
+// TVM's.
+TEST_P(TvmGraphModel, ZeroCopyRunsLikeTvm) {
+  Module lib = Module::Load(dir() + "/factory.so");
+  Module ex = FactoryExecutor(lib);
+  const Json io = this->io();
+  std::vector<Array> inputs, outputs;
+  for (const auto& in : io["inputs"]) {
+    inputs.emplace_back(in);
+    inputs.back().Fill(ReadFile(dir() + "/" + in["file"].get<std::string>()));
+    ex.Call("set_input_zero_copy", {Arg::Str(in["name"]), Arg::Nd(inputs.back())});
+  }
+  for (size_t i = 0; i < io["outputs"].size(); ++i) {
+    outputs.emplace_back(io["outputs"][i]);
+    ex.Call("set_output_zero_copy", {Arg::Int(static_cast<int64_t>(i)), Arg::Nd(outputs.back())});
+  }
+  ex.Call("run", {});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    EXPECT_TRUE(outputs[i].Bytes() ==
+                ReadFile(dir() + "/" + io["outputs"][i]["file"].get<std::string>()))
+        << "output " << i << " differs from TVM's";
+  }
+}
+
+TEST_P(TvmGraphModel, RunFromInputsLikeTvm) {
+  Module lib = Module::Load(dir() + "/factory.so");
+  Module ex = FactoryExecutor(lib);
+  const Json io = this->io();
+  std::vector<Array> inputs;
+  std::vector<Arg> args = {Arg::Int(kDLCPU), Arg::Int(0)};
+  std::vector<std::string> names;
+  for (const auto& in : io["inputs"]) names.push_back(in["name"]);
+  for (size_t i = 0; i < names.size(); ++i) {
+    inputs.emplace_back(io["inputs"][i]);
+    inputs.back().Fill(ReadFile(dir() + "/" + io["inputs"][i]["file"].get<std::string>()));
+    args.push_back(Arg::Str(names[i]));
+    args.push_back(Arg::Nd(inputs.back()));
+  }
+  Result outs = ex.Call("run_from_inputs", args);
+  ASSERT_EQ(outs.code, kTVMObjectHandle);
+  ASSERT_EQ(IntOf(CallGlobal("runtime.ArraySize", {ObjArg(outs.v.v_handle)})),
+            static_cast<int64_t>(io["outputs"].size()));
+  for (size_t i = 0; i < io["outputs"].size(); ++i) {
+    Result item = CallGlobal("runtime.ArrayGetItem",
+                             {ObjArg(outs.v.v_handle), Arg::Int(static_cast<int64_t>(i))});
+    ASSERT_EQ(item.code, kTVMNDArrayHandle);
+    item.code = kTVMNullptr;
+    Array got(static_cast<TVMArrayHandle>(item.v.v_handle));
+    EXPECT_TRUE(got.Bytes() == ReadFile(dir() + "/" + io["outputs"][i]["file"].get<std::string>()))
+        << "output " << i << " differs from TVM's";
+  }
+}
+
+// Two executors of the three-artifact form; the second takes the first's params by
+// share_params (TVM's GraphModule.share_params) and computes TVM's outputs without loading any.
+TEST_P(TvmGraphModel, ShareParamsRunsLikeTvm) {
+  Module kernels = Module::Load(dir() + "/kernels.so");
+  Module owner = ThreeArtifactExecutor(dir(), kernels);
+  Module borrower = ThreeArtifactExecutor(dir(), kernels);
+  std::string params = ReadFile(dir() + "/params.bin");
+  TVMByteArray b{params.data(), params.size()};
+  owner.Call("load_params", {Arg::Bytes(&b)});
+  borrower.Call("share_params", {Arg::Mod(owner.get()), Arg::Bytes(&b)});
+  for (const auto& name : io()["params"]) {
+    Result mine = borrower.Call("get_input", {Arg::Str(name)});
+    Result theirs = owner.Call("get_input", {Arg::Str(name)});
+    ASSERT_EQ(mine.code, kTVMNDArrayHandle);
+    EXPECT_EQ(static_cast<DLTensor*>(mine.v.v_handle)->data,
+              static_cast<DLTensor*>(theirs.v.v_handle)->data)
+        << name;
+  }
+  RunAndCompare(borrower, dir(), io());
 }
 
 INSTANTIATE_TEST_SUITE_P(Tvm018, TvmGraphModel, ::testing::ValuesIn(GraphFixtures()),

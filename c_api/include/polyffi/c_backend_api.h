@@ -96,6 +96,75 @@ TVM_DLL void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** pa
 /*! \brief TVMFFIErrorSetRaisedFromCStrParts with a single message part. */
 TVM_DLL void TVMFFIErrorSetRaisedFromCStr(const char* kind, const char* message);
 
+/* ---- Host environment ---------------------------------------------------------------------- */
+
+/*!
+ * \brief Register a function of the host environment's C API, by the name TVM's frontend uses:
+ *  "Py_IncRef" and "Py_DecRef" (void (*)(void*)), "PyGILState_Ensure" (int (*)(void)),
+ *  "PyGILState_Release" (void (*)(int)), "PyErr_CheckSignals" (int (*)(void)). The first four
+ *  hold and release host objects attached to errors (TVMAPISetLastPythonError). The signal check
+ *  is called, with the host's lock held, by long runtime loops (a graph executor's run, every
+ *  10 ms of it): when it returns nonzero the loop stops and the call returns -2 with the last
+ *  error "KeyboardInterrupt: ..." (the host's own exception is pending).
+ * \param ptr the function; NULL unregisters it. An unknown name fails with ValueError.
+ */
+TVM_DLL int TVMBackendRegisterEnvCAPI(const char* name, void* ptr);
+
+/* ---- AnyList: register files of compiled VM code ------------------------------------------- */
+
+/*
+ * An anylist is an array of return-value cells, the layout of TVM's TVMRetValue: a TVMValue
+ * followed by an int type code (16 bytes each). Each cell owns what it holds (an object
+ * reference, or a string kept by the runtime); a fresh cell has type code kTVMNullptr; release
+ * a cell with TVMBackendAnyListResetItem. Indices are not checked against the list's length,
+ * which the runtime does not know (a negative index fails with IndexError).
+ */
+
+/*!
+ * \brief Pass anylist[index] as argument arg_offset of a packed call, borrowed (strings as
+ *  kTVMStr pointing into the cell; bytes are not supported, as in TVM: TypeError).
+ */
+TVM_DLL int TVMBackendAnyListSetPackedArg(void* anylist, int index, TVMValue* args, int* type_codes,
+                                          int arg_offset);
+
+/*! \brief Release anylist[index] and set it to kTVMNullptr. */
+TVM_DLL int TVMBackendAnyListResetItem(void* anylist, int index);
+
+/*!
+ * \brief Move the result of a packed call (args[ret_offset], as TVMFuncCall returned it) into
+ *  anylist[index]: an object reference is taken over, strings and bytes are copied.
+ */
+TVM_DLL int TVMBackendAnyListMoveFromPackedReturn(void* anylist, int index, TVMValue* args,
+                                                  int* type_codes, int ret_offset);
+
+/* ---- Platform functions of TVM's C runtime (tvm/runtime/crt/platform.h, logging.h) ---------- */
+
+/*! \brief An error code of TVM's C runtime (tvm_crt_error_t in TVM's crt/error_codes.h). */
+typedef int32_t tvm_crt_error_t;
+
+/*!
+ * \brief Write a formatted line to stderr ("[HH:MM:SS] TVMLogf: message").
+ * \param format borrowed printf format.
+ */
+TVM_DLL void TVMLogf(const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/*!
+ * \brief Abandon the current operation after a fatal error of C runtime code. As TVM's
+ *  libtvm_runtime (which raises an InternalError rather than aborting), it throws a C++ exception
+ *  "InternalError: TVMPlatformAbort: error code 0x..." that the runtime's exception barrier turns
+ *  into a -1 return of the enclosing API call (TVMFuncCall of the kernel that aborted). It never
+ *  returns; with no barrier on the stack the process terminates.
+ */
+#if defined(__cplusplus)
+[[noreturn]] TVM_DLL void TVMPlatformAbort(tvm_crt_error_t code);
+#else
+TVM_DLL _Noreturn void TVMPlatformAbort(tvm_crt_error_t code);
+#endif
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -69,6 +69,48 @@ TVM_DLL void TVMAPISetLastError(const char* msg);
  */
 TVM_DLL const char* TVMGetLastError(void);
 
+/*!
+ * \brief Make a host-language exception object the calling thread's last error (TVM's
+ *  host-exception protocol). A callback calls it and returns -1; the object then crosses every
+ *  C frame up to the outer call, which returns -1 with the same object attached
+ *  (TVMGetLastPythonError returns it). The runtime holds a reference taken with the Py_IncRef
+ *  hook of TVMBackendRegisterEnvCAPI and released with Py_DecRef (both under the
+ *  PyGILState_Ensure/Release hooks, on whatever thread drops it); without those hooks the object
+ *  is held borrowed and the host must keep it alive until it is dropped.
+ *  The error's text (TVMGetLastError) is "TVMError: a host-language exception was raised ...".
+ *  Any layer that re-sets exactly that text (TVMAPISetLastError(TVMGetLastError())) keeps the
+ *  object attached; any other error on the thread releases it. A thread that exits while still
+ *  holding one does not release it (its host may be finalised by then): drop it first.
+ * \param python_error borrowed host object (a PyObject*); NULL attaches none.
+ */
+TVM_DLL void TVMAPISetLastPythonError(void* python_error);
+
+/*!
+ * \brief The host object attached to the calling thread's last error, or NULL when the last
+ *  error carries none. \return borrowed: valid until the error is dropped or replaced.
+ */
+TVM_DLL void* TVMGetLastPythonError(void);
+
+/*!
+ * \brief Release the host object attached to the last error (through the Py_DecRef hook) and
+ *  clear the last error; a no-op when the last error carries no host object.
+ */
+TVM_DLL void TVMDropLastPythonError(void);
+
+/*!
+ * \brief The C++ backtrace of the last error. polyffi records none: always NULL (TVM returns
+ *  NULL too for errors set as text).
+ */
+TVM_DLL const char* TVMGetLastBacktrace(void);
+
+/*!
+ * \brief C++ callers only: throw the calling thread's last error as a C++ exception (a
+ *  std::exception whose what() is the whole "Kind: message" text; any host object stays
+ *  attached to the thread's last error). Called from C, the exception cannot be caught and the
+ *  process terminates, as with TVM.
+ */
+TVM_DLL void TVMThrowLastError(void);
+
 /* ---- Values and type codes ----------------------------------------------------------------- */
 
 /*! \brief Type code of a TVMValue. */
@@ -268,11 +310,67 @@ TVM_DLL int TVMArrayToDLPack(TVMArrayHandle from, DLManagedTensor** out);
 /*! \brief Call dltensor->deleter if set. \param dltensor transferred; NULL is a no-op. */
 TVM_DLL void TVMDLManagedTensorCallDeleter(DLManagedTensor* dltensor);
 
+/*!
+ * \brief Type index of the array object behind a handle (that of "runtime.NDArray").
+ * \param handle borrowed, from this runtime (TVMArrayAlloc, a kTVMNDArrayHandle value).
+ */
+TVM_DLL int TVMArrayGetTypeIndex(TVMArrayHandle handle, unsigned* out_tindex);
+
 /*! \brief Set the current stream of a device; a no-op on CPU. */
 TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle);
 
 /*! \brief Wait for a stream; a no-op on CPU. */
 TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream);
+
+/*!
+ * \brief Create a stream. The CPU has none: *out is NULL and 0 is returned (kDLCPU and
+ *  kDLCUDAHost). Other devices fail with ValueError (this runtime has the CPU only).
+ */
+TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out);
+
+/*! \brief Free a stream from TVMStreamCreate. On the CPU only NULL is a stream. */
+TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream);
+
+/*!
+ * \brief Make stream dst wait for stream src. On the CPU (NULL streams, synchronous work) a
+ *  no-op; a non-NULL stream fails with ValueError.
+ */
+TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
+                                       TVMStreamHandle dst);
+
+/* ---- Device memory ------------------------------------------------------------------------- */
+
+/*!
+ * \brief Allocate nbytes of device memory (CPU: kDLCPU, kDLCUDAHost).
+ * \param alignment a power of two; the result is aligned to it and to at least 64 bytes.
+ * \param type_hint unused on the CPU. \param out_data owned: release with
+ *  TVMDeviceFreeDataSpace. 0 bytes gives a valid, distinct pointer.
+ */
+TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
+                                    DLDataType type_hint, void** out_data);
+
+/*!
+ * \brief Allocate device memory for a compact array of this shape and dtype, aligned as TVM
+ *  aligns arrays (64 bytes, or the element size when larger).
+ * \param shape borrowed, ndim entries. \param mem_scope NULL or "global" (other scopes fail with
+ *  ValueError on the CPU). \param out_data owned: release with TVMDeviceFreeDataSpace.
+ */
+TVM_DLL int TVMDeviceAllocDataSpaceWithScope(DLDevice dev, int ndim, const int64_t* shape,
+                                             DLDataType dtype, const char* mem_scope,
+                                             void** out_data);
+
+/*!
+ * \brief Release memory from TVMDeviceAllocDataSpace(WithScope). NULL is a no-op; a pointer
+ *  this runtime did not allocate (or already freed) fails with ValueError and is not touched.
+ */
+TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr);
+
+/*!
+ * \brief Copy the bytes of one compact tensor into another, as TVM does: both must hold the
+ *  same number of bytes (shapes and dtypes may differ) and be on the CPU. Both borrowed.
+ * \param stream NULL on the CPU.
+ */
+TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream);
 
 /* ---- Objects ------------------------------------------------------------------------------- */
 

@@ -590,7 +590,11 @@ int GuardedCall(F&& body) {
   } catch (const std::bad_alloc&) {
     TVMAPISetLastError("RuntimeError: out of memory");
   } catch (const std::exception& e) {
-    TVMAPISetLastError((std::string("RuntimeError: ") + e.what()).c_str());
+    // TVMThrowLastError's exception carries the last error's whole text: leave that error (and
+    // any host exception attached to it) as it is.
+    if (std::strcmp(e.what(), TVMGetLastError()) != 0) {
+      TVMAPISetLastError((std::string("RuntimeError: ") + e.what()).c_str());
+    }
   } catch (...) {
     TVMAPISetLastError("InternalError: unknown C++ exception");
   }

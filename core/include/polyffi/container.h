@@ -1,4 +1,5 @@
-// Containers: String (length-carrying), Array and Map. Built and read through runtime.* globals.
+// Containers: String (length-carrying), Array, Map, ShapeTuple and ADT (tuples). Built and read
+// through runtime.* globals.
 #ifndef POLYFFI_CORE_CONTAINER_H_
 #define POLYFFI_CORE_CONTAINER_H_
 
@@ -39,6 +40,23 @@ class MapObj final : public Object {
  private:
   static std::string KeyOf(const RetValue& key);
   std::unordered_map<std::string, size_t> index_;
+};
+
+/*! \brief An immutable tuple of int64 (TVM's runtime.ShapeTuple: shapes of arrays). */
+class ShapeTupleObj final : public Object {
+ public:
+  static constexpr uint32_t kTypeIndex = TypeIndex::kShapeTuple;
+  explicit ShapeTupleObj(std::vector<int64_t> dims) : Object(kTypeIndex), data(std::move(dims)) {}
+  std::vector<int64_t> data;
+};
+
+/*! \brief An algebraic data type value: a tag and fields (runtime.Tuple is tag 0). */
+class ADTObj final : public Object {
+ public:
+  static constexpr uint32_t kTypeIndex = TypeIndex::kADT;
+  explicit ADTObj(int32_t t) : Object(kTypeIndex), tag(t) {}
+  int32_t tag;
+  std::vector<RetValue> fields;
 };
 
 }  // namespace polyffi

@@ -2,6 +2,7 @@
 #ifndef POLYFFI_CORE_ERROR_H_
 #define POLYFFI_CORE_ERROR_H_
 
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -26,8 +27,27 @@ class Error : public std::exception {
   std::string message_;
 };
 
-/*! \brief A callback returned -2: the host already has an error pending; propagate -2. */
-struct EnvErrorAlreadySet {};
+/*!
+ * \brief A callback returned -2, or the host's signal check reported an error: the host already
+ *  has an error pending; propagate -2. text is the last error to report ("" for the default).
+ */
+struct EnvErrorAlreadySet {
+  std::string text;
+};
+
+/*!
+ * \brief What TVMThrowLastError throws: the last error as an Error whose what() is the whole
+ *  "Kind: message" text, so a C++ caller that reports e.what() unchanged (TVMAPISetLastError)
+ *  keeps the error, and any host exception attached to it, intact.
+ */
+class RethrownError : public Error {
+ public:
+  explicit RethrownError(const std::string& text) : Error(Parse(text)), text_(text) {}
+  const char* what() const noexcept override { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
 
 /*! \brief Build an error message from stream pieces. */
 template <typename... T>
@@ -38,8 +58,42 @@ template <typename... T>
 }
 
 // ---- Thread-local error state (the C API's last error) ----
+//
+// The last error is a text and, optionally, a host-language exception object attached to it
+// (TVMAPISetLastPythonError). Setting the same text again keeps the attachment: that is how the
+// object crosses C frames, since every layer that propagates an error re-sets the text it got
+// from TVMGetLastError. Any other text releases the object.
+
+/*! \brief A host object held through the host's reference hooks (see env_api.h). */
+using HostObjectRef = std::shared_ptr<void>;
+
 void SetLastError(const std::string& text);
 const std::string& GetLastError();
+
+/*! \brief The text of an error that carries a host exception object. */
+extern const char kHostErrorText[];
+/*! \brief Make obj (retained through the hooks) this thread's last error. */
+void SetLastHostError(void* obj);
+/*! \brief The host object attached to the last error (borrowed), or NULL. */
+void* GetLastHostError();
+/*! \brief Release the attached host object, if any, and clear the last error. */
+void DropLastHostError();
+
+/*! \brief A last error in transit between threads (the thread pool moves a task's error). */
+struct LastErrorState {
+  std::string text;
+  HostObjectRef host;
+};
+/*! \brief Move the last error out of this thread (the text stays, the host object goes). */
+LastErrorState TakeLastErrorState();
+void RestoreLastErrorState(LastErrorState state);
+
+/*! \brief Set the last error of a -2 return; LastErrorIsEnvError() then holds until reset. */
+void SetEnvError(const std::string& text);
+bool LastErrorIsEnvError();
+
+/*! \brief Whether this thread is destroying its thread-locals (its host may be gone). */
+bool ThreadIsExiting();
 
 }  // namespace polyffi
 #endif  // POLYFFI_CORE_ERROR_H_

@@ -15,7 +15,7 @@ class ModuleObj : public Object {
  public:
   static constexpr uint32_t kTypeIndex = TypeIndex::kModule;
   ModuleObj() : Object(kTypeIndex) {}
-  /*! \brief "library", "system_lib", or the key a table module was made with. */
+  /*! \brief "library" (shared and system libraries), or the key a table module was made with. */
   virtual std::string type_key() const = 0;
   /*!
    * \brief Look up a function (null when missing). The returned function keeps this module
@@ -24,6 +24,8 @@ class ModuleObj : public Object {
   ObjectPtr<FunctionObj> GetFunction(const std::string& name, bool query_imports);
   void Import(ObjectPtr<ModuleObj> dep);
   std::vector<ObjectPtr<ModuleObj>> imports() const;
+  /*! \brief Drop every import (runtime.ModuleClearImports). */
+  void ClearImports();
   /*! \brief TVMBackendGetFuncFromEnv: module, imports, then the registry; cached, borrowed. */
   FunctionObj* GetFuncFromEnv(const std::string& name);
   /*!

@@ -27,6 +27,12 @@ class NDArrayObj final : public Object {
                                     DLDevice dev, ObjectPtr<Object> owner);
   /*! \brief Take a DLPack tensor (its deleter runs exactly once, when this dies). */
   static ObjectPtr<NDArrayObj> FromDLPack(DLManagedTensor* managed);
+  /*!
+   * \brief A view of base's memory with another shape and dtype, relative_byte_offset bytes in
+   *  (TVM's NDArray::CreateView); keeps base alive. ValueError when it does not fit in base.
+   */
+  static ObjectPtr<NDArrayObj> View(ObjectPtr<NDArrayObj> base, const std::vector<int64_t>& shape,
+                                    DLDataType dtype, uint64_t relative_byte_offset);
   /*! \brief Export as DLPack; the result keeps this alive until its deleter runs. */
   DLManagedTensor* ToDLPack();
 

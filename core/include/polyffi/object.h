@@ -12,13 +12,15 @@ namespace polyffi {
 /*! \brief Static type indices; the values and keys are classic TVM's. */
 struct TypeIndex {
   enum : uint32_t {
-    kObject = 0,    // "runtime.Object"
-    kModule = 1,    // "runtime.Module"
-    kNDArray = 2,   // "runtime.NDArray"
-    kString = 3,    // "runtime.String"
-    kArray = 4,     // "Array"
-    kMap = 5,       // "Map"
-    kFunction = 7,  // "runtime.PackedFunc"
+    kObject = 0,      // "runtime.Object"
+    kModule = 1,      // "runtime.Module"
+    kNDArray = 2,     // "runtime.NDArray"
+    kString = 3,      // "runtime.String"
+    kArray = 4,       // "Array"
+    kMap = 5,         // "Map"
+    kShapeTuple = 6,  // "runtime.ShapeTuple"
+    kFunction = 7,    // "runtime.PackedFunc"
+    kADT = 11,        // "runtime.ADT" (TVM 0.18's index)
     kDynamicBegin = 64,
   };
 };
