@@ -13,7 +13,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
 fi
 echo "node $(node --version), npm $(npm --version)"
-if [ ! -f "$root/build/lib/libpolyffi.so" ] || [ ! -f "$root/build/lib/libpolyffi_test_factory.so" ] || [ ! -f "$root/build/lib/libpolyffi_test_relax.so" ]; then
+if [ ! -f "$root/build/lib/libpolyffi.so" ] || [ ! -f "$root/build/lib/libpolyffi_test_factory.so" ] ||
+  [ ! -f "$root/build/lib/libpolyffi_test_tvmffi.so" ] || [ ! -f "$root/build/lib/libpolyffi_test_relax.so" ]; then
   "$root/ci/build.sh" "$root/build"
 fi
 cd "$root/bindings/node"

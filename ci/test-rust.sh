@@ -26,7 +26,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # The fixtures the tests load (a build from before the TVM factory fixture lacks the last one).
-for lib in polyffi polyffi_testing polyffi_test_factory polyffi_test_relax digits_model; do
+for lib in polyffi polyffi_testing polyffi_test_factory polyffi_test_tvmffi polyffi_test_relax \
+    digits_model; do
   [ -f "build/lib/lib$lib.so" ] || { ci/build.sh "$root/build"; break; }
 done
 

@@ -24,6 +24,7 @@
 #include "polyffi/container.h"
 #include "polyffi/ndarray.h"
 #include "polyffi/registry.h"
+#include "polyffi/thread_pool.h"
 
 namespace polyffi {
 namespace tvmffi {
@@ -96,15 +97,24 @@ bool TakeForeignRaised(std::string* kind, std::string* message) {
  */
 class Staging {
  public:
-  Staging() = default;
+  explicit Staging(int num_args) : num_args_(num_args) {}
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
   ~Staging() {
-    for (Copy& c : copies_) std::free(c.temp);
+    for (Copy& c : copies_) Release(c);
   }
 
+  /*! \brief What the kernel gets for t; inline for the common case (aligned, no offset). */
   DLTensor* Stage(DLTensor* t, int index, const std::string& name) {
-    if (t == nullptr || t->data == nullptr || DeviceTypeOf(t->device) != kDLCPU) return t;
+    if (t == nullptr || t->data == nullptr ||
+        (t->byte_offset == 0 && reinterpret_cast<uintptr_t>(t->data) % kKernelAlignment == 0)) {
+      return t;
+    }
+    return StageSlow(t, index, name);
+  }
+
+  [[gnu::noinline]] DLTensor* StageSlow(DLTensor* t, int index, const std::string& name) {
+    if (DeviceTypeOf(t->device) != kDLCPU) return t;
     uintptr_t addr = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
     if (addr % kKernelAlignment == 0) {
       if (t->byte_offset == 0) return t;
@@ -127,11 +137,18 @@ class Staging {
       if (c.caller == reinterpret_cast<void*>(addr) && c.bytes == bytes) temp = c.temp;
     }
     if (temp == nullptr) {
-      size_t alloc =
-          (std::max<size_t>(bytes, 1) + kKernelAlignment - 1) / kKernelAlignment * kKernelAlignment;
-      temp = std::aligned_alloc(kKernelAlignment, alloc);
-      if (temp == nullptr) Throw("RuntimeError", "out of memory staging ", bytes, " bytes");
-      copies_.push_back({reinterpret_cast<void*>(addr), temp, bytes});
+      Copy c{reinterpret_cast<void*>(addr), nullptr, bytes, bytes <= kPooledBytes};
+      // Small and medium buffers come from the calling thread's workspace pool (64-byte
+      // aligned, reused: no allocation and no fresh pages once warm); large ones are not kept.
+      if (c.pooled) {
+        c.temp = WorkspaceAlloc(std::max<size_t>(bytes, 1));
+      } else {
+        c.temp = std::aligned_alloc(
+            kKernelAlignment, (bytes + kKernelAlignment - 1) / kKernelAlignment * kKernelAlignment);
+        if (c.temp == nullptr) Throw("RuntimeError", "out of memory staging ", bytes, " bytes");
+      }
+      copies_.push_back(c);
+      temp = c.temp;
       std::memcpy(temp, reinterpret_cast<void*>(addr), bytes);
     }
     DLTensor* view = NewView(*t);
@@ -151,17 +168,29 @@ class Staging {
   }
 
  private:
+  static constexpr size_t kPooledBytes = size_t{16} << 20;
   struct Copy {
     void* caller;
     void* temp;
     size_t bytes;
+    bool pooled;
   };
-  DLTensor* NewView(const DLTensor& t) {
-    views_.push_back(std::make_unique<DLTensor>(t));
-    return views_.back().get();
+  static void Release(const Copy& c) {
+    if (c.pooled) {
+      WorkspaceFree(c.temp);
+    } else {
+      std::free(c.temp);
+    }
   }
+  DLTensor* NewView(const DLTensor& t) {
+    // At most one view per argument: reserved once, so earlier views never move.
+    if (views_.capacity() == 0) views_.reserve(num_args_);
+    views_.push_back(t);
+    return &views_.back();
+  }
+  int num_args_;
   std::vector<Copy> copies_;
-  std::vector<std::unique_ptr<DLTensor>> views_;
+  std::vector<DLTensor> views_;
 };
 
 void ToKernelArg(TVMValue v, int code, int index, const std::string& name, Staging* staging,
@@ -290,7 +319,7 @@ class KernelFunction final : public FunctionObj {
       heap_args.resize(n);
       args = heap_args.data();
     }
-    Staging staging;
+    Staging staging(n);
     for (int i = 0; i < n; ++i) ToKernelArg(values[i], codes[i], i, me->name_, &staging, &args[i]);
     Any result;
     result.type_index = kNone;

@@ -146,6 +146,67 @@ def stream_seeds():
         write("dlpack", f"random_{i:02d}", noise(8, 80))
 
 
+# ---- library_bin: __tvm_ffi__library_bin of TVM 0.27 exports, and hand-made trees -------------
+
+def elf_symbol_bytes(path, name):
+    """The bytes of a defined dynamic symbol of an ELF64 little-endian file (file offset via the
+    section holding it)."""
+    with open(path, "rb") as f:
+        elf = f.read()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    for sh in sections:
+        if sh[1] != 11:  # SHT_DYNSYM
+            continue
+        strtab = sections[sh[6]]
+        for k in range(sh[5] // 24):
+            st_name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", elf, sh[4] + k * 24)
+            start = strtab[4] + st_name
+            if elf[start:elf.index(b"\0", start)] != name.encode():
+                continue
+            sec = sections[shndx]
+            off = sec[4] + (value - sec[3])
+            return elf[off:off + size]
+    raise KeyError(name)
+
+
+def u64(*xs):
+    return b"".join(struct.pack("<Q", x) for x in xs)
+
+
+def text(s):
+    b = s.encode()
+    return u64(len(b)) + b
+
+
+def library_bin(indptr, children, modules):
+    payload = u64(len(indptr), *indptr) + u64(len(children), *children)
+    for kind, blob in modules:
+        payload += text(kind) + (b"" if kind == "_lib" else u64(len(blob)) + blob)
+    return u64(len(payload)) + payload
+
+
+def library_bin_seeds():
+    relax = os.path.join(ROOT, "tests", "tvm_models", "tvm027", "relax")
+    for model in ["mlp_params", "two_outputs", "dyn_batch"]:
+        write("library_bin", f"tvm027_{model}.bin",
+              elf_symbol_bytes(os.path.join(relax, model + ".so"), "__tvm_ffi__library_bin"))
+    write("library_bin", "tree.bin", library_bin(
+        [0, 2, 2, 3], [1, 2, 1], [("fuzz.echo", b"abc"), ("_lib", b""), ("fuzz.echo", b"de")]))
+    write("library_bin", "lib_only.bin", library_bin([0, 0], [], [("_lib", b"")]))
+    write("library_bin", "echo_refuses.bin", library_bin([0, 1, 1], [1], [("fuzz.echo", b"!x"),
+                                                                          ("_lib", b"")]))
+    write("library_bin", "bad_no_loader.bin", library_bin([0, 1, 1], [1], [("no.such.kind", b"x"),
+                                                                           ("_lib", b"")]))
+    write("library_bin", "bad_cycle.bin", library_bin([0, 1, 2], [1, 0], [("fuzz.echo", b"x"),
+                                                                          ("_lib", b"")]))
+    write("library_bin", "bad_lib_twice.bin", library_bin([0, 1, 1], [1], [("_lib", b""),
+                                                                           ("_lib", b"")]))
+    cut = library_bin([0, 1, 1], [1], [("_lib", b""), ("fuzz.echo", b"de")])[8:-1]
+    write("library_bin", "bad_truncated.bin", u64(len(cut)) + cut)  # the last module's bytes
+
+
 # ---- relax VM executables (TVM 0.27 relax.VMExecutable) ---------------------------------------
 
 VOID = 1 << 54
@@ -253,4 +314,5 @@ if __name__ == "__main__":
     params_seeds()
     dtype_seeds()
     stream_seeds()
+    library_bin_seeds()
     relax_seeds()

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -282,6 +283,44 @@ TEST(Tvm027Kernels, FunctionNamesFollowTheFfiPrefixRule) {
   ASSERT_EQ(code, kTVMStr);
   key = r.v_str;
   EXPECT_STREQ(key, "library");
+}
+
+// Threads racing on first use: the kernel's host-function handle is initialised once
+// (__TVMFFIHandleInitOnce), and staged (misaligned) calls and raised errors stay per thread.
+TEST(Tvm027Threads, ConcurrentCallsFromFirstUse) {
+  RegisterAddBias();
+  Module callpacked(kDir + "/callpacked.so");
+  Module two(kDir + "/two_funcs.so");
+  TVMFunctionHandle host_call = callpacked.Get("callpacked");
+  TVMFunctionHandle scale = two.Get("scale");
+  ASSERT_TRUE(host_call && scale);
+  const std::string in = ReadFile(kDir + "/scale_arg0.bin");
+  const std::string expected = ReadFile(kDir + "/scale_out.bin");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      DLDataType f32 = ParseDType("float32");
+      for (int i = 0; i < 50; ++i) {
+        Buffer a({64}, f32), c({64}, f32);
+        for (int k = 0; k < 64; ++k) reinterpret_cast<float*>(a.bytes())[k] = float(t + k);
+        if (Call(host_call, {Arg::Tensor(a.get()), Arg::Tensor(c.get())}) != "" ||
+            reinterpret_cast<float*>(c.bytes())[9] != float(t + 9) + 3.5f) {
+          failures++;
+        }
+        Buffer x({333}, f32, 4 * (1 + (t + i) % 15)), y({333}, f32, 8);
+        x.Fill(in);
+        if (Call(scale, {Arg::Tensor(x.get()), Arg::Float(2.5), Arg::Tensor(y.get())}) != "" ||
+            y.str() != expected) {
+          failures++;
+        }
+        std::string err = Call(scale, {Arg::Tensor(x.get()), Arg::Float(2.5)});
+        if (err.rfind("TypeError: Expected 3 arguments", 0) != 0) failures++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures, 0);
 }
 
 // ---- TVM's errors ---------------------------------------------------------------------------

@@ -24,9 +24,9 @@ function have(cmd) {
 }
 
 function main() {
-  // The tests also need the fixture libraries of an up-to-date core build: the TVM export that
-  // the modules.factory.* conformance cases load came later than libpolyffi itself.
-  const missing = ['libpolyffi.so', 'libpolyffi_test_factory.so']
+  // The tests also need the fixture libraries of an up-to-date core build: the TVM exports that
+  // the modules.factory.* and modules.tvmffi.* cases load came later than libpolyffi itself.
+  const missing = ['libpolyffi.so', 'libpolyffi_test_factory.so', 'libpolyffi_test_tvmffi.so']
     .filter((f) => !fs.existsSync(path.join(libDir, f)));
   if (process.env.POLYFFI_LIB_DIR && missing.includes('libpolyffi.so')) {
     throw new Error(`polyffi: POLYFFI_LIB_DIR=${libDir} holds no libpolyffi.so`);
