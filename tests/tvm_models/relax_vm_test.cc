@@ -660,9 +660,9 @@ TEST(RelaxVM, Closures) {
   Module vm2 = MakeVM(w2.Bytes());
   Val clo = vm2.Get("make")();
   ASSERT_EQ(clo.code, kTVMObjectHandle);
-  EXPECT_EQ(vm2.Get("invoke_closure")(clo, int64_t{7}).v.v_int64, 12);
-  ExpectError([&] { vm.Get("invoke_closure")(clo, int64_t{7}); }, "ValueError",
-              "belongs to another executable");
+  EXPECT_EQ(vm2.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}).v.v_int64, 12);
+  ExpectError([&] { vm.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}); },
+              "ValueError", "belongs to another executable");
 }
 
 TEST(RelaxVM, UnboundedRecursionIsAnError) {
