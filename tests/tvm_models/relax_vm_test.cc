@@ -611,6 +611,60 @@ TEST(RelaxVM, ControlFlowAndNestedCalls) {
   ExpectError([&] { vm.Get("main")("s", int64_t{7}, int64_t{9}); }, "TypeError", "read_if_cond");
 }
 
+TEST(RelaxVM, Closures) {
+  // add3(a, b, c) = a + b + c through make_closure (bind c = 100) and invoke_closure, and
+  // call_tir_dyn unpacking a shape into trailing integer arguments.
+  static TVMFunctionHandle sum = [] {
+    TVMFunctionHandle h;
+    TVMFuncCreateFromCFunc(
+        [](TVMValue* v, int* c, int n, TVMRetValueHandle rv, void*) -> int {
+          int64_t total = 0;
+          for (int i = 0; i < n; ++i) total += c[i] == kTVMArgInt ? v[i].v_int64 : 0;
+          TVMValue out;
+          out.v_int64 = total;
+          int code = kTVMArgInt;
+          return TVMCFuncSetReturn(rv, &out, &code, 1);
+        },
+        nullptr, nullptr, &h);
+    TVMFuncRegisterGlobal("test.relax.sum", h, 1);
+    return h;
+  }();
+  (void)sum;
+  ExecWriter w;
+  int64_t add3 = w.Begin("add3", {"a", "b", "c"}, 5);
+  w.Call("test.relax.sum", {Reg(0), Reg(1), Reg(2)}, 3);
+  w.Ret(3);
+  w.End();
+  int64_t shape = w.ConstShape({1000, 20000});
+  w.Begin("main", {"x", "y"}, 6);
+  w.Call("vm.builtin.make_closure", {Func(add3), Imm(100)}, 2);
+  w.Call("vm.builtin.invoke_closure", {Reg(kVM), Reg(2), Reg(0), Reg(1)}, 3);
+  w.Call("vm.builtin.call_tir_dyn", {Func(w.Packed("test.relax.sum")), Reg(3), Const(shape)}, 4);
+  w.Ret(4);
+  w.End();
+  Module vm = MakeVM(w.Bytes());
+  EXPECT_EQ(vm.Get("main")(int64_t{1}, int64_t{2}).v.v_int64, 21103);
+  ExpectError([&] { vm.Get("invoke_closure")(int64_t{1}); }, "TypeError",
+              "expected a function or a VM closure");
+
+  // A closure returned to the caller can be invoked on its VM, not on another executable's.
+  ExecWriter w2;
+  int64_t add2 = w2.Begin("add2", {"a", "b"}, 3);
+  w2.Call("test.relax.sum", {Reg(0), Reg(1)}, 2);
+  w2.Ret(2);
+  w2.End();
+  w2.Begin("make", {}, 1);
+  w2.Call("vm.builtin.make_closure", {Func(add2), Imm(5)}, 0);
+  w2.Ret(0);
+  w2.End();
+  Module vm2 = MakeVM(w2.Bytes());
+  Val clo = vm2.Get("make")();
+  ASSERT_EQ(clo.code, kTVMObjectHandle);
+  EXPECT_EQ(vm2.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}).v.v_int64, 12);
+  ExpectError([&] { vm.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}); },
+              "ValueError", "belongs to another executable");
+}
+
 TEST(RelaxVM, UnboundedRecursionIsAnError) {
   ExecWriter w;
   int64_t self = w.Begin("loop", {}, 1);

@@ -469,5 +469,57 @@ POLYFFI_CORE_GLOBAL("vm.builtin.reshape", [](const Args& args, RetValue* rv) {
   rv->SetObject(ReshapeView(*t, std::move(owner), ShapeOf(args, 1)));
 });
 
+// make_closure(closure, args...) -> a closure with args bound after the call's own arguments.
+POLYFFI_CORE_GLOBAL("vm.builtin.make_closure", [](const Args& args, RetValue* rv) {
+  args.CheckMinArity(1);
+  Object* o =
+      args.code(0) == kTVMObjectHandle ? static_cast<Object*>(args.value(0).v_handle) : nullptr;
+  if (o == nullptr || o->type_index() != ClosureObj::RuntimeTypeIndex()) {
+    args.Mismatch(0, "relax.vm.Closure");
+  }
+  auto* base = static_cast<ClosureObj*>(o);
+  auto clo = MakeObject<ClosureObj>();
+  clo->func_name = base->func_name;
+  clo->vm_func = base->vm_func;
+  clo->exec = base->exec;
+  clo->packed = base->packed;
+  clo->include_return = base->include_return;
+  clo->bound_args.resize(args.size() - 1);
+  for (int i = 1; i < args.size(); ++i) {
+    clo->bound_args[i - 1].SetFromC(args.value(i), args.code(i));
+  }
+  for (const RetValue& b : base->bound_args) {
+    clo->bound_args.emplace_back();
+    clo->bound_args.back().CopyFrom(b);
+  }
+  rv->SetObject(std::move(clo));
+});
+
+// invoke_closure(vm, closure or function, args...).
+POLYFFI_CORE_GLOBAL("vm.builtin.invoke_closure", [](const Args& args, RetValue* rv) {
+  args.CheckMinArity(2);
+  VirtualMachine* vm = ContextVM(args, 0);
+  Object* callee = IsObjectCode(args.code(1)) ? ObjectOfArg(args.value(1), args.code(1)) : nullptr;
+  InvokeClosureOn(vm, callee, const_cast<TVMValue*>(args.values()) + 2,
+                  const_cast<int*>(args.codes()) + 2, args.size() - 2, rv);
+});
+
+// call_tir_dyn(func, args..., Shape): func(args..., shape[0], shape[1], ...).
+POLYFFI_CORE_GLOBAL("vm.builtin.call_tir_dyn", [](const Args& args, RetValue* rv) {
+  args.CheckMinArity(2);
+  auto f = args.ObjAs<FunctionObj>(0);
+  const ShapeObj& extra = ShapeOf(args, args.size() - 1);
+  const int n = args.size() - 2;
+  std::vector<TVMValue> v(args.values() + 1, args.values() + 1 + n);
+  std::vector<int> c(args.codes() + 1, args.codes() + 1 + n);
+  for (size_t i = 0; i < extra.size(); ++i) {
+    TVMValue x;
+    x.v_int64 = extra.data()[i];
+    v.push_back(x);
+    c.push_back(kTVMArgInt);
+  }
+  f->Call(v.data(), c.data(), static_cast<int>(v.size()), rv);
+});
+
 }  // namespace relax_vm
 }  // namespace polyffi

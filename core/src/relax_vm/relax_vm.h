@@ -94,16 +94,19 @@ ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int6
 ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
                                   const ShapeObj& shape);
 
+struct Executable;
+
 /*! \brief A closure: a VM function, or a packed function with bound trailing arguments. */
 class ClosureObj final : public Object {
  public:
   static uint32_t RuntimeTypeIndex();
   ClosureObj() : Object(RuntimeTypeIndex()) {}
   std::string func_name;
-  int64_t vm_func = -1;              // a VM function of the executable, or
-  ObjectPtr<FunctionObj> packed;     // a packed function,
-  std::vector<RetValue> bound_args;  // called with these appended
-  bool include_return = true;        // false: the result is dropped (save_function)
+  int64_t vm_func = -1;                           // a VM function of the executable, or
+  std::shared_ptr<const struct Executable> exec;  // (the executable vm_func indexes)
+  ObjectPtr<FunctionObj> packed;                  // a packed function,
+  std::vector<RetValue> bound_args;               // called with these appended
+  bool include_return = true;                     // false: the result is dropped (save_function)
 };
 
 // ---- Executable ----
@@ -192,6 +195,9 @@ ObjectPtr<ModuleObj> MakeVirtualMachine(ObjectPtr<ExecutableModule> exec);
  *  VM running on this thread, so a stray pointer is an error rather than a crash.
  */
 VirtualMachine* ContextVM(const Args& args, int i);
+/*! \brief Call a function or VM closure on a VM (args, then the closure's bound arguments). */
+void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes, int n,
+                     RetValue* rv);
 /*! \brief A device of a VM by index (-1: the host, the last device) and its allocator. */
 void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** alloc);
 

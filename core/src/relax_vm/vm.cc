@@ -51,6 +51,8 @@ class VirtualMachine final : public ModuleObj {
     static thread_local ActiveGuard* active;
   };
   friend VirtualMachine* ContextVM(const Args& args, int i);
+  friend void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes,
+                              int n, RetValue* rv);
 
   void Init(const Args& args);
   void CheckInit() const {
@@ -117,6 +119,11 @@ VirtualMachine* ContextVM(const Args& args, int i) {
         " must be the context of a VM running on this thread (the %vm register)");
 }
 
+void InvokeClosureOn(VirtualMachine* vm, Object* callee, TVMValue* values, int* codes, int n,
+                     RetValue* rv) {
+  vm->InvokeClosure(callee, values, codes, n, rv);
+}
+
 void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** alloc) {
   int64_t n = static_cast<int64_t>(vm->devices.size());
   if (index == -1) index = n - 1;  // the host: always the last device
@@ -171,6 +178,7 @@ void VirtualMachine::Init(const Args& args) {
       auto clo = MakeObject<ClosureObj>();
       clo->func_name = info.name;
       clo->vm_func = e.vm_func;
+      clo->exec = exec_mod_->exec();
       e.value.SetObject(std::move(clo));
     } else {
       Throw("RuntimeError", "function '", info.name,
@@ -333,6 +341,10 @@ void VirtualMachine::InvokeClosure(Object* callee, TVMValue* values, int* codes,
     Throw("TypeError", "invoke_closure: expected a function or a VM closure");
   }
   auto* clo = static_cast<ClosureObj*>(callee);
+  if (clo->vm_func >= 0 && clo->exec.get() != exec_) {
+    Throw("ValueError", "invoke_closure: the closure of '", clo->func_name,
+          "' belongs to another executable");
+  }
   size_t total = static_cast<size_t>(n) + clo->bound_args.size();
   std::vector<TVMValue> v(values, values + n);
   std::vector<int> c(codes, codes + n);
@@ -404,6 +416,7 @@ ObjectPtr<ClosureObj> VirtualMachine::GetClosure(const std::string& name) {
   auto clo = MakeObject<ClosureObj>();
   clo->func_name = name;
   clo->vm_func = fidx;
+  clo->exec = exec_mod_->exec();
   return clo;
 }
 
@@ -528,6 +541,7 @@ ObjectPtr<FunctionObj> VirtualMachine::GetOwnFunction(const std::string& name) {
             auto clo = MakeObject<ClosureObj>();
             clo->func_name = saved;
             clo->vm_func = base->vm_func;
+            clo->exec = base->exec;
             clo->packed = base->packed;
             clo->include_return = include_return && base->include_return;
             clo->bound_args.resize(args.size() - 3);
