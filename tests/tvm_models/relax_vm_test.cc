@@ -646,6 +646,23 @@ TEST(RelaxVM, Closures) {
   EXPECT_EQ(vm.Get("main")(int64_t{1}, int64_t{2}).v.v_int64, 21103);
   ExpectError([&] { vm.Get("invoke_closure")(int64_t{1}); }, "TypeError",
               "expected a function or a VM closure");
+
+  // A closure returned to the caller can be invoked on its VM, not on another executable's.
+  ExecWriter w2;
+  int64_t add2 = w2.Begin("add2", {"a", "b"}, 3);
+  w2.Call("test.relax.sum", {Reg(0), Reg(1)}, 2);
+  w2.Ret(2);
+  w2.End();
+  w2.Begin("make", {}, 1);
+  w2.Call("vm.builtin.make_closure", {Func(add2), Imm(5)}, 0);
+  w2.Ret(0);
+  w2.End();
+  Module vm2 = MakeVM(w2.Bytes());
+  Val clo = vm2.Get("make")();
+  ASSERT_EQ(clo.code, kTVMObjectHandle);
+  EXPECT_EQ(vm2.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}).v.v_int64, 12);
+  ExpectError([&] { vm.Get("invoke_closure")(static_cast<const Val&>(clo), int64_t{7}); },
+              "ValueError", "belongs to another executable");
 }
 
 TEST(RelaxVM, UnboundedRecursionIsAnError) {

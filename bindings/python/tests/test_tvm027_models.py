@@ -344,3 +344,18 @@ def test_digits_relax_export_classifies_like_the_training_script():
     assert pred.tolist() == expected
     single = [int(vm["forward"](x[i:i + 1]).numpy().argmax()) for i in range(0, len(x), 37)]
     assert single == expected[::37]
+
+
+def test_virtual_machine_errors_of_the_stateful_api_and_devices():
+    lib = polyffi.load_module(RELAX / "mlp_const.so")
+    with pytest.raises(ValueError, match="not available"):
+        polyffi.VirtualMachine(lib, polyffi.device("cuda"))
+    vm = polyffi.VirtualMachine(lib)
+    with pytest.raises(ValueError, match="invoke_stateful"):
+        vm.get_outputs("forward")
+    with pytest.raises(TypeError, match="takes 1 arguments but 3"):
+        vm.set_input("forward", 1, 2, 3)
+    with pytest.raises(TypeError, match="no parameter y"):
+        vm.set_input("forward", y=np.zeros((1, 16), "float32"))
+    with pytest.raises(TypeError, match="given twice"):
+        vm.set_input("forward", np.zeros((1, 16), "float32"), x=np.zeros((1, 16), "float32"))

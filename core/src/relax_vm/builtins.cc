@@ -481,6 +481,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.make_closure", [](const Args& args, RetValue* rv
   auto clo = MakeObject<ClosureObj>();
   clo->func_name = base->func_name;
   clo->vm_func = base->vm_func;
+  clo->exec = base->exec;
   clo->packed = base->packed;
   clo->include_return = base->include_return;
   clo->bound_args.resize(args.size() - 1);

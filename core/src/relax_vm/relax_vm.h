@@ -94,16 +94,19 @@ ObjectPtr<NDArrayObj> TensorInStorage(const ObjectPtr<StorageObj>& storage, int6
 ObjectPtr<NDArrayObj> ReshapeView(const DLTensor& t, ObjectPtr<Object> owner,
                                   const ShapeObj& shape);
 
+struct Executable;
+
 /*! \brief A closure: a VM function, or a packed function with bound trailing arguments. */
 class ClosureObj final : public Object {
  public:
   static uint32_t RuntimeTypeIndex();
   ClosureObj() : Object(RuntimeTypeIndex()) {}
   std::string func_name;
-  int64_t vm_func = -1;              // a VM function of the executable, or
-  ObjectPtr<FunctionObj> packed;     // a packed function,
-  std::vector<RetValue> bound_args;  // called with these appended
-  bool include_return = true;        // false: the result is dropped (save_function)
+  int64_t vm_func = -1;                           // a VM function of the executable, or
+  std::shared_ptr<const struct Executable> exec;  // (the executable vm_func indexes)
+  ObjectPtr<FunctionObj> packed;                  // a packed function,
+  std::vector<RetValue> bound_args;               // called with these appended
+  bool include_return = true;                     // false: the result is dropped (save_function)
 };
 
 // ---- Executable ----

@@ -178,6 +178,7 @@ void VirtualMachine::Init(const Args& args) {
       auto clo = MakeObject<ClosureObj>();
       clo->func_name = info.name;
       clo->vm_func = e.vm_func;
+      clo->exec = exec_mod_->exec();
       e.value.SetObject(std::move(clo));
     } else {
       Throw("RuntimeError", "function '", info.name,
@@ -340,6 +341,10 @@ void VirtualMachine::InvokeClosure(Object* callee, TVMValue* values, int* codes,
     Throw("TypeError", "invoke_closure: expected a function or a VM closure");
   }
   auto* clo = static_cast<ClosureObj*>(callee);
+  if (clo->vm_func >= 0 && clo->exec.get() != exec_) {
+    Throw("ValueError", "invoke_closure: the closure of '", clo->func_name,
+          "' belongs to another executable");
+  }
   size_t total = static_cast<size_t>(n) + clo->bound_args.size();
   std::vector<TVMValue> v(values, values + n);
   std::vector<int> c(codes, codes + n);
@@ -411,6 +416,7 @@ ObjectPtr<ClosureObj> VirtualMachine::GetClosure(const std::string& name) {
   auto clo = MakeObject<ClosureObj>();
   clo->func_name = name;
   clo->vm_func = fidx;
+  clo->exec = exec_mod_->exec();
   return clo;
 }
 
@@ -535,6 +541,7 @@ ObjectPtr<FunctionObj> VirtualMachine::GetOwnFunction(const std::string& name) {
             auto clo = MakeObject<ClosureObj>();
             clo->func_name = saved;
             clo->vm_func = base->vm_func;
+            clo->exec = base->exec;
             clo->packed = base->packed;
             clo->include_return = include_return && base->include_return;
             clo->bound_args.resize(args.size() - 3);
