@@ -23,6 +23,7 @@ typedef int (*ModLoad)(const char*, const char*, TVMModuleHandle*);
 typedef int (*ModGetFunction)(TVMModuleHandle, const char*, int, TVMFunctionHandle*);
 typedef int (*FuncCall)(TVMFunctionHandle, TVMValue*, int*, int, TVMValue*, int*);
 typedef const char* (*GetLastError)(void);
+typedef int (*Free)(void*);
 
 int main(void) {
   void* lib = dlopen(POLYFFI_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -32,7 +33,9 @@ int main(void) {
   ModGetFunction get = (ModGetFunction)dlsym(lib, "TVMModGetFunction");
   FuncCall call = (FuncCall)dlsym(lib, "TVMFuncCall");
   GetLastError last_error = (GetLastError)dlsym(lib, "TVMGetLastError");
-  CHECK(load && get && call && last_error);
+  Free func_free = (Free)dlsym(lib, "TVMFuncFree");
+  Free mod_free = (Free)dlsym(lib, "TVMModFree");
+  CHECK(load && get && call && last_error && func_free && mod_free);
 
   TVMModuleHandle mod = NULL;
   if (load(KERNEL_LIB, "", &mod) != 0) {
@@ -62,6 +65,7 @@ int main(void) {
   CHECK(call(scale, args, codes, 2, &ret, &ret_code) == -1);
   const char* err = last_error();
   CHECK(strncmp(err, "TypeError: Expected 3 arguments when calling:", 45) == 0);
+  CHECK(func_free(scale) == 0 && mod_free(mod) == 0);
   printf("ok: a tvm-ffi kernel ran and raised with libpolyffi loaded RTLD_LOCAL\n");
   return 0;
 }

@@ -379,7 +379,8 @@ class Tvm027Unaligned : public ::testing::TestWithParam<std::pair<size_t, bool>>
 
 TEST_P(Tvm027Unaligned, EveryCaseMatchesTvm) {
   RegisterAddBias();
-  for (const auto& c : Io()["cases"]) {
+  const Json io = Io();  // kept alive: a range-for over Io()["cases"] would outlive it
+  for (const auto& c : io["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     std::string err;
     std::string out = RunCase(c, GetParam().first, GetParam().second, &err);
