@@ -65,18 +65,33 @@ class PooledAllocator final : public Allocator {
       if (it != pool_.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
+        pooled_bytes_ -= size;
         return p;
       }
     }
     return AlignedAlloc(size);
   }
   void Free(void* p, size_t actual) override {
-    std::lock_guard<SpinLock> lock(mu_);
-    pool_[actual].push_back(p);
+    {
+      std::lock_guard<SpinLock> lock(mu_);
+      // TVM keeps every freed buffer; with many distinct sizes (dynamic shapes) that grows
+      // without bound, so beyond kMaxPooledBytes of idle buffers they go back to the system.
+      if (pooled_bytes_ + actual <= kMaxPooledBytes) {
+        try {
+          pool_[actual].push_back(p);  // may allocate: called from destructors, so never throw
+          pooled_bytes_ += actual;
+          return;
+        } catch (...) {
+        }
+      }
+    }
+    std::free(p);
   }
 
  private:
+  static constexpr size_t kMaxPooledBytes = size_t{256} << 20;
   SpinLock mu_;
+  size_t pooled_bytes_ = 0;
   std::unordered_map<size_t, std::vector<void*>> pool_;
 };
 
