@@ -63,7 +63,7 @@ DLDataType DataTypeArg(const Args& args, int i) {
 }
 
 std::vector<int64_t> ShapeArg(const Args& args, int i) {
-  return args.ObjAs<ShapeTupleObj>(i)->data;
+  return args.ObjAs<ShapeTupleObj>(i)->ToVector();
 }
 
 DLDevice DeviceArg(const Args& args, int i) {
@@ -84,22 +84,22 @@ RetValue ArgValue(const Args& args, int i) {
 POLYFFI_CORE_GLOBAL("runtime.ShapeTuple", [](const Args& args, RetValue* rv) {
   std::vector<int64_t> dims(args.size());
   for (int i = 0; i < args.size(); ++i) dims[i] = args.Int(i);
-  rv->SetObject(MakeObject<ShapeTupleObj>(std::move(dims)));
+  rv->SetObject(MakeObject<ShapeTupleObj>(dims));
 });
 
 POLYFFI_CORE_GLOBAL("runtime.GetShapeTupleSize", [](const Args& args, RetValue* rv) {
   args.CheckArity(1);
-  rv->SetInt(static_cast<int64_t>(args.ObjAs<ShapeTupleObj>(0)->data.size()));
+  rv->SetInt(static_cast<int64_t>(args.ObjAs<ShapeTupleObj>(0)->size()));
 });
 
 POLYFFI_CORE_GLOBAL("runtime.GetShapeTupleElem", [](const Args& args, RetValue* rv) {
   args.CheckArity(2);
   auto st = args.ObjAs<ShapeTupleObj>(0);
   int64_t i = args.Int(1);
-  int64_t n = static_cast<int64_t>(st->data.size());
+  int64_t n = st->ndim();
   if (i < 0 || i >= n)
     Throw("InternalError", "Check failed: idx < shape.size() (", i, " vs. ", n, ")");
-  rv->SetInt(st->data[i]);
+  rv->SetInt(st->data()[i]);
 });
 
 // ---- ADT (runtime.Tuple is the ADT with tag 0) ----

@@ -359,3 +359,19 @@ def test_virtual_machine_errors_of_the_stateful_api_and_devices():
         vm.set_input("forward", y=np.zeros((1, 16), "float32"))
     with pytest.raises(TypeError, match="given twice"):
         vm.set_input("forward", np.zeros((1, 16), "float32"), x=np.zeros((1, 16), "float32"))
+
+
+def test_vm_shapes_and_runtime_shape_tuples_are_one_type():
+    # The relax VM's shapes and runtime.ShapeTuple are the same object type (one type index):
+    # each side's functions must accept the other's.
+    g = polyffi.get_global_func
+    vm_shape = g("vm.builtin.make_shape")(None, 2, 0, 3, 0, 4)
+    assert vm_shape.type_key == "runtime.ShapeTuple"
+    assert g("runtime.GetShapeTupleSize")(vm_shape) == 2
+    assert [g("runtime.GetShapeTupleElem")(vm_shape, i) for i in range(2)] == [3, 4]
+    x = polyffi.nd.array(np.arange(12, dtype="float32"))
+    reshaped = g("vm.builtin.reshape")(x, g("runtime.ShapeTuple")(3, 4))
+    assert reshaped.shape == (3, 4)
+    np.testing.assert_array_equal(reshaped.numpy(), np.arange(12, dtype="float32").reshape(3, 4))
+    wide = g("runtime.ShapeTuple")(*range(1, 10))  # more dimensions than fit inline
+    assert [g("runtime.GetShapeTupleElem")(wide, i) for i in range(9)] == list(range(1, 10))

@@ -3,6 +3,7 @@
 #ifndef POLYFFI_CORE_CONTAINER_H_
 #define POLYFFI_CORE_CONTAINER_H_
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -42,12 +43,44 @@ class MapObj final : public Object {
   std::unordered_map<std::string, size_t> index_;
 };
 
-/*! \brief An immutable tuple of int64 (TVM's runtime.ShapeTuple: shapes of arrays). */
+/*!
+ * \brief A tuple of int64 (TVM's runtime.ShapeTuple, ffi.Shape in TVM 0.27): shapes of arrays,
+ *  made by runtime.ShapeTuple and by the relax VM. Shapes up to kInline dimensions need no
+ *  allocation. Immutable once shared.
+ */
 class ShapeTupleObj final : public Object {
  public:
   static constexpr uint32_t kTypeIndex = TypeIndex::kShapeTuple;
-  explicit ShapeTupleObj(std::vector<int64_t> dims) : Object(kTypeIndex), data(std::move(dims)) {}
-  std::vector<int64_t> data;
+  /*! \brief n dimensions, uninitialised. */
+  explicit ShapeTupleObj(size_t n) : Object(kTypeIndex), size_(n) {
+    if (n <= kInline) {
+      data_ = inline_;
+    } else {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  ShapeTupleObj(const int64_t* begin, const int64_t* end)
+      : ShapeTupleObj(static_cast<size_t>(end - begin)) {
+    std::copy(begin, end, data_);
+  }
+  explicit ShapeTupleObj(const std::vector<int64_t>& dims)
+      : ShapeTupleObj(dims.data(), dims.data() + dims.size()) {}
+  ShapeTupleObj(const ShapeTupleObj&) = delete;
+  ShapeTupleObj& operator=(const ShapeTupleObj&) = delete;
+
+  int64_t* data() { return data_; }
+  const int64_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  int64_t ndim() const { return static_cast<int64_t>(size_); }
+  std::vector<int64_t> ToVector() const { return std::vector<int64_t>(data_, data_ + size_); }
+
+ private:
+  static constexpr size_t kInline = 6;
+  int64_t* data_;
+  size_t size_;
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_;
 };
 
 /*! \brief An algebraic data type value: a tag and fields (runtime.Tuple is tag 0). */

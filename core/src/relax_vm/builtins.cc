@@ -15,7 +15,7 @@ namespace relax_vm {
 ShapeObj* ShapeArg(const Args& args, int i) {
   if (args.code(i) != kTVMObjectHandle) return nullptr;
   auto* o = static_cast<Object*>(args.value(i).v_handle);
-  if (o == nullptr || o->type_index() != ShapeObj::RuntimeTypeIndex()) return nullptr;
+  if (o == nullptr || o->type_index() != ShapeObj::kTypeIndex) return nullptr;
   return static_cast<ShapeObj*>(o);
 }
 

@@ -27,38 +27,8 @@ namespace relax_vm {
 
 // ---- Objects ----
 
-/*!
- * \brief A shape: TVM's ShapeTuple (ffi.Shape in 0.27). Registered under the classic key
- *  "runtime.ShapeTuple"; the index is looked up at run time, so it agrees with whatever index
- *  the type table gives that key.
- */
-class ShapeObj final : public Object {
- public:
-  static uint32_t RuntimeTypeIndex();
-  /*! \brief n dimensions, uninitialised (shapes up to kInline dimensions need no allocation). */
-  explicit ShapeObj(size_t n) : Object(RuntimeTypeIndex()), size_(n) {
-    if (n <= kInline) {
-      data_ = inline_;
-    } else {
-      heap_.resize(n);
-      data_ = heap_.data();
-    }
-  }
-  ShapeObj(const int64_t* begin, const int64_t* end) : ShapeObj(static_cast<size_t>(end - begin)) {
-    std::copy(begin, end, data_);
-  }
-  int64_t* data() { return data_; }
-  const int64_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  int64_t ndim() const { return static_cast<int64_t>(size_); }
-
- private:
-  static constexpr size_t kInline = 6;
-  int64_t* data_;
-  size_t size_;
-  int64_t inline_[kInline];
-  std::vector<int64_t> heap_;
-};
+/*! \brief A shape: the core's ShapeTuple (runtime.ShapeTuple; ffi.Shape in TVM 0.27). */
+using ShapeObj = ShapeTupleObj;
 
 /*! \brief Where a storage's bytes come from and go back to (pooled or plain). */
 class Allocator {

@@ -105,11 +105,6 @@ Allocator* Allocator::Get(int kind) {
   Throw("ValueError", "unknown allocator kind ", kind, " (1 = naive, 2 = pooled)");
 }
 
-uint32_t ShapeObj::RuntimeTypeIndex() {
-  static const uint32_t index = RegisterTypeKey("runtime.ShapeTuple", TypeIndex::kObject);
-  return index;
-}
-
 uint32_t StorageObj::RuntimeTypeIndex() {
   static const uint32_t index = RegisterTypeKey("vm.Storage", TypeIndex::kObject);
   return index;
@@ -122,7 +117,7 @@ uint32_t ClosureObj::RuntimeTypeIndex() {
 
 // Registered at load time too, so the keys are known before the first object exists.
 [[maybe_unused]] static const uint32_t kRegisterTypes[] = {
-    ShapeObj::RuntimeTypeIndex(), StorageObj::RuntimeTypeIndex(), ClosureObj::RuntimeTypeIndex()};
+    StorageObj::RuntimeTypeIndex(), ClosureObj::RuntimeTypeIndex()};
 
 StorageObj::StorageObj(Allocator* alloc, size_t nbytes, DLDevice dev)
     : Object(RuntimeTypeIndex()), size(nbytes), device(dev), alloc_(alloc) {
