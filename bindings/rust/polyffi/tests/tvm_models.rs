@@ -13,36 +13,10 @@ use std::path::{Path, PathBuf};
 use polyffi::{DataType, Device, Function, GraphModule, Module, NDArray, Value};
 use serde_json::Value as Json;
 
+use common::{dtype_of, load_tensor, raw, read_json, shape_of};
+
 fn fixtures() -> PathBuf {
     common::repo_root().join("tests/tvm_models/tvm018")
-}
-
-fn read_json(path: &Path) -> Json {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn shape_of(desc: &Json) -> Vec<i64> {
-    desc["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_i64().unwrap())
-        .collect()
-}
-
-fn dtype_of(desc: &Json) -> DataType {
-    DataType::parse(desc["dtype"].as_str().unwrap()).unwrap()
-}
-
-/// The raw little-endian bytes of a tensor file named in an io.json entry.
-fn raw(dir: &Path, desc: &Json) -> Vec<u8> {
-    let path = dir.join(desc["file"].as_str().unwrap());
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn load_tensor(dir: &Path, desc: &Json) -> NDArray {
-    NDArray::from_bytes(&raw(dir, desc), &shape_of(desc), dtype_of(desc)).unwrap()
 }
 
 /// Asserts `got` has the dtype, shape and exact bytes of TVM's output `desc`.

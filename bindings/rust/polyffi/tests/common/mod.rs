@@ -59,3 +59,33 @@ pub fn quiet_intended_panics() {
         }));
     });
 }
+
+// ---- TVM fixture files (tests/tvm_models/*: io.json entries name raw tensor files) ----
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn shape_of(desc: &serde_json::Value) -> Vec<i64> {
+    desc["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_i64().unwrap())
+        .collect()
+}
+
+pub fn dtype_of(desc: &serde_json::Value) -> polyffi::DataType {
+    polyffi::DataType::parse(desc["dtype"].as_str().unwrap()).unwrap()
+}
+
+/// The raw little-endian bytes of a tensor file named in an io.json entry.
+pub fn raw(dir: &Path, desc: &serde_json::Value) -> Vec<u8> {
+    let path = dir.join(desc["file"].as_str().unwrap());
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn load_tensor(dir: &Path, desc: &serde_json::Value) -> polyffi::NDArray {
+    polyffi::NDArray::from_bytes(&raw(dir, desc), &shape_of(desc), dtype_of(desc)).unwrap()
+}
