@@ -454,7 +454,8 @@ TEST_P(TvmGraphModel, ShareParamsRunsLikeTvm) {
   TVMByteArray b{params.data(), params.size()};
   owner.Call("load_params", {Arg::Bytes(&b)});
   borrower.Call("share_params", {Arg::Mod(owner.get()), Arg::Bytes(&b)});
-  for (const auto& name : io()["params"]) {
+  const Json io = this->io();  // kept alive: the loop reads into it
+  for (const auto& name : io["params"]) {
     Result mine = borrower.Call("get_input", {Arg::Str(name)});
     Result theirs = owner.Call("get_input", {Arg::Str(name)});
     ASSERT_EQ(mine.code, kTVMNDArrayHandle);
@@ -462,7 +463,7 @@ TEST_P(TvmGraphModel, ShareParamsRunsLikeTvm) {
               static_cast<DLTensor*>(theirs.v.v_handle)->data)
         << name;
   }
-  RunAndCompare(borrower, dir(), io());
+  RunAndCompare(borrower, dir(), io);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tvm018, TvmGraphModel, ::testing::ValuesIn(GraphFixtures()),
