@@ -116,8 +116,8 @@ uint32_t ClosureObj::RuntimeTypeIndex() {
 }
 
 // Registered at load time too, so the keys are known before the first object exists.
-[[maybe_unused]] static const uint32_t kRegisterTypes[] = {
-    StorageObj::RuntimeTypeIndex(), ClosureObj::RuntimeTypeIndex()};
+[[maybe_unused]] static const uint32_t kRegisterTypes[] = {StorageObj::RuntimeTypeIndex(),
+                                                           ClosureObj::RuntimeTypeIndex()};
 
 StorageObj::StorageObj(Allocator* alloc, size_t nbytes, DLDevice dev)
     : Object(RuntimeTypeIndex()), size(nbytes), device(dev), alloc_(alloc) {
