@@ -37,10 +37,15 @@ FACTORY_CANDIDATES = ["default", "get_graph_json", "get_graph_params", "remove_p
 
 # Why polyffi has no counterpart of a TVM name: (regex over the name, reason). First match wins.
 REASONS = [
+    (r"^vm\.builtin\.",
+     "relax VM builtin not used by CPU inference models (LLM KV caches, sampling, debug and "
+     "device hooks): polyffi's relax VM (TVM 0.27 executables) registers the ones those "
+     "models' executables call"),
     (r"^(vm\.|relax\.|runtime\._VirtualMachine|runtime\.Load_Executable|"
      r"runtime\.module\.load(binary|file)_(VMExecutable|relax\.Executable)|"
      r"runtime\.Get(NumOf)?(Globals|GlobalFields|Primitives|PrimitiveFields)|runtime\.Closure$)",
-     "VM executables (Relay VM, Relax VM): polyffi runs graph-executor deployments"),
+     "TVM 0.18's VM executables (Relay VM, its Relax VM format): polyffi runs 0.18's "
+     "graph-executor deployments and TVM 0.27's relax executables"),
     (r"^runtime\.disco\.", "Disco (multi-GPU sessions): polyffi has no devices besides the CPU"),
     (r"^(rpc\.|tvm\.rpc\.|device_api\.rpc|micro\._rpc|runtime\.RPCObjectRef)",
      "RPC: no RPC (RPCTimeEvaluator runs locally)"),
