@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run bench_calls (and bench_memory) and print one markdown table for docs/performance.md.
+"""Run bench_calls (and bench_memory) and print one markdown table for docs/performance/calls.md.
 
 For every case calls/<case>/<impl> it reports:
   - median ns per call over --repetitions Google Benchmark repetitions (time / calls_per_iter);

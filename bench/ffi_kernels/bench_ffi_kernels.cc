@@ -2,7 +2,7 @@
 // its floor: the kernel's `__tvm_ffi_scale` called directly with TVMFFIAny arguments built by
 // hand (what a runtime speaking tvm-ffi natively does at the very least). Also the cost of
 // staging a misaligned tensor (docs/abi-decisions.md). Kernel: two_funcs.so `scale(X, k, Y)`,
-// Y = X * k, float32, any length. See docs/performance_ffi_kernels.md for the commands.
+// Y = X * k, float32, any length. See docs/performance/ffi_kernels.md for the commands.
 //
 //   bench_ffi_kernels [google-benchmark flags]
 //   bench_ffi_kernels --count <direct|polyffi|ndarray|misaligned> <n_elems> <calls>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Java benchmarks in one go (see docs/performance_java.md):
+# The Java benchmarks in one go (see docs/performance/java.md):
 #   1. JMH on JDK 17 (polyffi, plain JNI, JNA direct)   2. JMH on JDK 25 (the same + FFM)
 #   3. paired ratios (alternating bursts, median of 31 rounds: robust to a loaded machine)
 #   4. the soak (10M calls per path, 1M callback create/close)   5. digits-jvm under wrk for 20 s

@@ -5,7 +5,7 @@
 # median ns per forward (result released) of 9 timed batches, for inputs given as runtime NDArrays,
 # as 64-byte-aligned host views (zero-copy) and as misaligned ones (copied per call). ROUNDS
 # rounds alternate the drivers; the table shows the median over rounds and the ratio to C.
-# Usage: bench/models/vm_bindings.sh [rounds] [min_ms]      (docs/performance_vm_bindings.md)
+# Usage: bench/models/vm_bindings.sh [rounds] [min_ms]      (docs/performance/vm_bindings.md)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}

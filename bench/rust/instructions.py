@@ -3,7 +3,7 @@
 tvm-ffi crate, case by case: (Ir(N) - Ir(0)) / (N * calls per iteration), which cancels start-up.
 
 Usage: python3 bench/rust/instructions.py [--build build]   (after building polyffi-bench and
-tvm-ffi-rows in release mode into build/cargo, see docs/performance_rust.md)
+tvm-ffi-rows in release mode into build/cargo, see docs/performance/rust.md)
 """
 import argparse
 import re
