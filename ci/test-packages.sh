@@ -11,6 +11,8 @@
 #   c       C programs built with pkg-config and with find_package(polyffi CONFIG)
 # Usage: ci/test-packages.sh [c python node maven rust] (default: all)
 set -euo pipefail
+# The whole script is one function: bash reads it completely before running it.
+main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
 say() { echo "-- packages: $* ($(( $(date +%s) - start ))s)"; }
@@ -126,7 +128,8 @@ if wants node; then
     "$dist/node/polyffi-linux-$arch-gnu-$version.tgz" "$dist/node/polyffi-$version.tgz")
   [ ! -e "$proj/node_modules/polyffi/build" ] ||
     { echo "test-packages: npm install built the addon from source"; exit 1; }
-  (cd "$proj" && PATH="$bare" node "$checks/run_model.js" "$model" "@polyffi/linux-$arch-gnu")
+  cp "$checks/run_model.js" "$proj/"
+  (cd "$proj" && PATH="$bare" node run_model.js "$model" "@polyffi/linux-$arch-gnu")
   say "node: polyffi + @polyffi/linux-$arch-gnu in a fresh npm project"
 fi
 
@@ -197,3 +200,5 @@ TOML
   say "rust: polyffi + polyffi-sys (bundled) from the unpacked .crate files"
 fi
 say "done"
+}
+main "$@"

@@ -43,6 +43,10 @@ ci/test-node.sh
 step "Java binding (mvn verify, with its conformance runner) and the JVM app"
 ci/test-java.sh
 
+step "packages (ci/package.sh: dist/ for x86_64 and aarch64; ci/test-packages.sh installs each one outside the repository)"
+ci/package.sh
+ci/test-packages.sh
+
 step "Spark scale-out (examples/digits-spark: the JVM and PySpark jobs in local[2])"
 ci/test-spark.sh
 

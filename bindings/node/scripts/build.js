@@ -50,17 +50,18 @@ function packaged() {
     `-Dnlohmann_json_DIR=${path.join(vendor, 'cmake', 'nlohmann_json')}`],
   { stdio: ['ignore', 'ignore', 'inherit'] });
   run('cmake', ['--build', core, '-j', '2']);
-  addon(path.join(core, 'lib'), src, generator);
+  addon(path.join(core, 'lib'), src, generator, [`-DCMAKE_CXX_FLAGS=-isystem ${path.join(vendor, 'include')}`]);
   return true;
 }
 
-function addon(libDir, polyffiRoot, generator) {
+function addon(libDir, polyffiRoot, generator, extra = []) {
   const headers = path.dirname(require.resolve('node-api-headers/package.json'));
   const addonApi = path.dirname(require.resolve('node-addon-api/package.json'));
   run('cmake', ['-S', here, '-B', out, ...generator, '-DCMAKE_BUILD_TYPE=Release',
     `-DPOLYFFI_ROOT=${polyffiRoot}`, `-DPOLYFFI_LIB_DIR=${libDir}`,
     `-DNODE_API_HEADERS_DIR=${path.join(headers, 'include')}`,
-    `-DNODE_ADDON_API_DIR=${path.resolve(here, addonApi)}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+    `-DNODE_ADDON_API_DIR=${path.resolve(here, addonApi)}`, ...extra],
+  { stdio: ['ignore', 'ignore', 'inherit'] });
   run('cmake', ['--build', out, '-j', '2']);
 }
 
