@@ -155,14 +155,20 @@ if wants maven; then
   <dependencies>
     <dependency><groupId>org.polyffi</groupId><artifactId>polyffi</artifactId><version>$version</version></dependency>
   </dependencies>
+  <build>
+    <plugins>
+      <plugin><artifactId>maven-compiler-plugin</artifactId><version>3.12.1</version></plugin>
+      <plugin><artifactId>maven-dependency-plugin</artifactId><version>3.6.1</version></plugin>
+    </plugins>
+  </build>
 </project>
 POM
   # A local repository of its own (kept in build/ for the plugins), without any org.polyffi that
   # `mvn install` of the checkout put in ~/.m2: the artifact comes from dist/maven.
   m2="$root/build/m2-packages"
   rm -rf "$m2/org/polyffi"
-  mvn -B -q -ntp -Dmaven.repo.local="$m2" -f "$proj/pom.xml" compile dependency:build-classpath \
-    -Dmdep.outputFile="$proj/cp.txt" >/dev/null
+  mvn -B -q -ntp -Dstyle.color=never -Dmaven.repo.local="$m2" -f "$proj/pom.xml" compile dependency:build-classpath \
+    -Dmdep.outputFile="$proj/cp.txt"
   grep -q "$m2/org/polyffi/polyffi/$version/polyffi-$version.jar" "$proj/cp.txt"
   java -Dpolyffi.cache.dir="$tmp/maven/native-cache" -cp "$proj/target/classes:$(cat "$proj/cp.txt")" \
     check.RunModel "$model"
@@ -201,4 +207,4 @@ TOML
 fi
 say "done"
 }
-main "$@"
+main "$@"; exit
