@@ -151,8 +151,8 @@ if wants python; then
           "$work/$arch/python-core/libpolyffi.so"
         prebuilt="-DPOLYFFI_PREBUILT_LIBRARY=$work/$arch/python-core/libpolyffi.so"
       fi
-      PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -q --plat "manylinux_2_17_$arch" -w "$dist/python" \
-        "$work/wheels"/*.whl
+      PATH="$tools/bin:$PATH" quiet "$tools/bin/auditwheel" repair --plat "manylinux_2_17_$arch" \
+        -w "$dist/python" "$work/wheels"/*.whl
       say "wheel for $py ($arch)"
     done
   done
