@@ -24,6 +24,15 @@ what=${*:-"c python node maven rust"}
 dist="$root/dist"
 work="$root/build/package"
 mkdir -p "$dist" "$work"
+# A CPython of that version that runs: python3.X on PATH, else pyenv's (its shims refuse
+# versions that are not selected).
+find_python() {  # 3.X -> path
+  local py
+  for py in "$(command -v "python$1" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/"python$1"; do
+    [ -n "$py" ] && [ -x "$py" ] && "$py" -c 'import sys' 2>/dev/null && { echo "$py"; return 0; }
+  done
+  return 1
+}
 wants() { [[ " $what " == *" $1 "* ]]; }
 quiet() {  # command...: its output only when it fails
   local log="$work/last-step.log"
@@ -137,8 +146,8 @@ if wants python; then
     [ "$arch" = x86_64 ] || continue  # aarch64 wheels: not built yet (docs/packaging.md)
     tc=$(toolchain "$arch")
     prebuilt=""
-    for py in python3.9 python3.10 python3.11 python3.12 python3.13; do
-      command -v "$py" >/dev/null && "$py" -c 'import sys' 2>/dev/null || continue
+    for minor in 9 10 11 12 13; do
+      py=$(find_python "3.$minor") || continue
       rm -rf "$work/wheels" && mkdir -p "$work/wheels"
       # The first wheel builds everything from the sdist alone (which proves that it can); the
       # others package the libpolyffi.so of the first instead of compiling the core again.

@@ -19,6 +19,15 @@ say() { echo "-- packages: $* ($(( $(date +%s) - start ))s)"; }
 version=$(sed -n 's/^project(polyffi VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 dist="$root/dist"
 what=${*:-"c python node maven rust"}
+# A CPython of that version that runs: python3.X on PATH, else pyenv's (its shims refuse
+# versions that are not selected).
+find_python() {  # 3.X -> path
+  local py
+  for py in "$(command -v "python$1" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/"python$1"; do
+    [ -n "$py" ] && [ -x "$py" ] && "$py" -c 'import sys' 2>/dev/null && { echo "$py"; return 0; }
+  done
+  return 1
+}
 wants() { [[ " $what " == *" $1 "* ]]; }
 machine=$(uname -m)
 
@@ -103,8 +112,7 @@ if wants python; then
   for wheel in "$dist"/python/polyffi-"$version"-cp3*-*"$machine".whl; do
     [ -f "$wheel" ] || continue
     tag=$(basename "$wheel" | cut -d- -f3)  # cp311
-    py="python3.${tag#cp3}"
-    command -v "$py" >/dev/null || { echo "   (no $py here for $(basename "$wheel"))"; continue; }
+    py=$(find_python "3.${tag#cp3}") || { echo "   (no Python 3.${tag#cp3} for $(basename "$wheel"))"; continue; }
     venv="$tmp/venv-$tag"
     "$py" -m venv "$venv"
     no_compiler "$venv/bin:$bare"
