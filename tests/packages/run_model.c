@@ -7,8 +7,8 @@
  *     the TVM 0.18 graph model MODEL_DIR/factory.so (one float32 input "data"): output 0 must equal
  *     MODEL_DIR/output_0.bin, which TVM's runtime wrote, byte for byte
  *   run_model relax LIBRARY INPUT OUTPUT EXPECTED_LIB_DIR
- *     a TVM 0.27 relax VM executable whose forward(data) takes one float32 [1, n] tensor: the result
- *     must match OUTPUT within 1e-5 (relative to max(1, |expected|)), for a library compiled for
+ *     a TVM 0.27 relax VM executable whose forward(data) takes one float32 [1, n] tensor: the
+ * result must match OUTPUT within 1e-5 (relative to max(1, |expected|)), for a library compiled for
  *     another CPU than the one that recorded OUTPUT
  * Either way, the libpolyffi.so mapped into this process must be EXPECTED_LIB_DIR/libpolyffi.so.
  * Exits non-zero, with a message, on any difference.
@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
   }
   size_t got_size, want_size;
   char* got = graph ? RunGraph(argv[2], &got_size) : RunRelax(argv[2], argv[3], &got_size);
-  char* want = graph ? ReadFile(argv[2], "output_0.bin", &want_size)
-                     : ReadFile(NULL, argv[4], &want_size);
+  char* want =
+      graph ? ReadFile(argv[2], "output_0.bin", &want_size) : ReadFile(NULL, argv[4], &want_size);
   if (got_size != want_size) {
     fprintf(stderr, "run_model: output has %zu bytes, TVM's has %zu\n", got_size, want_size);
     return 1;
@@ -235,8 +235,10 @@ int main(int argc, char** argv) {
   if (graph) {
     printf("run_model: output equals TVM's (%zu bytes); libpolyffi %s\n", want_size, mapped_real);
   } else {
-    printf("run_model: output matches TVM's (%zu floats, largest relative difference %.2g); "
-           "libpolyffi %s\n", want_size / sizeof(float), worst, mapped_real);
+    printf(
+        "run_model: output matches TVM's (%zu floats, largest relative difference %.2g); "
+        "libpolyffi %s\n",
+        want_size / sizeof(float), worst, mapped_real);
   }
   return 0;
 }

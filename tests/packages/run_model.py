@@ -28,7 +28,9 @@ def main() -> None:
     model = Path(sys.argv[1])
     x = np.fromfile(model / "input_data.bin", dtype="float32").reshape(1, -1)
     want = (model / "output_0.bin").read_bytes()
-    gm = polyffi.GraphModule(polyffi.load_module(str(model / "factory.so"))["default"](polyffi.cpu()))
+    gm = polyffi.GraphModule(
+        polyffi.load_module(str(model / "factory.so"))["default"](polyffi.cpu())
+    )
     gm.set_input("data", x)
     gm.run()
     got = gm.get_output(0).numpy().tobytes()

@@ -28,7 +28,11 @@ CC = "aarch64-linux-gnu-g++"
 
 
 def main():
-    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else g.ROOT / "tests/tvm_models/tvm027/aarch64"
+    out = (
+        pathlib.Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else g.ROOT / "tests/tvm_models/tvm027/aarch64"
+    )
     out.mkdir(parents=True, exist_ok=True)
     mod, _ = g.model_digits([1])
     lib = out / "digits.so"

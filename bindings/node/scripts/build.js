@@ -46,7 +46,7 @@ function packaged() {
   const generator = have('ninja') ? ['-G', 'Ninja'] : [];
   const vendor = path.join(src, 'vendor');
   run('cmake', ['-S', src, '-B', core, ...generator, '-DCMAKE_BUILD_TYPE=Release',
-    '-DPOLYFFI_BUILD_LIBRARY_ONLY=ON', `-DDLPACK_INCLUDE_DIR=${path.join(vendor, 'include')}`,
+    '-DPOLYFFI_BUILD_LIBRARY_ONLY=ON', '-DPOLYFFI_INSTALL=OFF', `-DDLPACK_INCLUDE_DIR=${path.join(vendor, 'include')}`,
     `-Dnlohmann_json_DIR=${path.join(vendor, 'cmake', 'nlohmann_json')}`],
   { stdio: ['ignore', 'ignore', 'inherit'] });
   run('cmake', ['--build', core, '-j', '2']);

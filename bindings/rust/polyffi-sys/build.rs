@@ -108,12 +108,12 @@ fn bundled(repo: &Path) -> Option<PathBuf> {
         "cargo:rerun-if-changed={}",
         repo.join("CMakeLists.txt").display()
     );
-    // libpolyffi_test_factory.so is copied from this TVM export (c_api/testing/CMakeLists.txt).
-    println!(
-        "cargo:rerun-if-changed={}",
-        repo.join("tests/tvm_models/tvm018/multi_io_b1/factory.so")
-            .display()
-    );
+    // libpolyffi_test_factory.so is copied from this TVM export (c_api/testing/CMakeLists.txt);
+    // the published crate has no fixtures.
+    let fixture = repo.join("tests/tvm_models/tvm018/multi_io_b1/factory.so");
+    if fixture.exists() {
+        println!("cargo:rerun-if-changed={}", fixture.display());
+    }
     let mut cfg = cmake::Config::new(repo);
     cfg.profile("Release")
         .define("POLYFFI_BUILD_TESTS", "OFF")
@@ -123,6 +123,7 @@ fn bundled(repo: &Path) -> Option<PathBuf> {
     if vendor.join("include/dlpack/dlpack.h").exists() {
         // The published crate: only the library, with the vendored headers.
         cfg.define("POLYFFI_BUILD_LIBRARY_ONLY", "ON")
+            .define("POLYFFI_INSTALL", "OFF")
             .define("DLPACK_INCLUDE_DIR", vendor.join("include"))
             .define("nlohmann_json_DIR", vendor.join("cmake/nlohmann_json"));
     } else {

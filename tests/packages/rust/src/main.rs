@@ -16,12 +16,20 @@ fn mapped_libpolyffi() -> Option<PathBuf> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let model = PathBuf::from(std::env::args().nth(1).ok_or("usage: run_model MODEL_DIR")?);
+    let model = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .ok_or("usage: run_model MODEL_DIR")?,
+    );
     let input = std::fs::read(model.join("input_data.bin"))?;
     let want = std::fs::read(model.join("output_0.bin"))?;
     let lib = Module::load(model.join("factory.so").to_str().ok_or("path")?)?;
     let gm = GraphModule::from_factory(&lib, Device::cpu(0))?;
-    let mut x = NDArray::empty(&[1, (input.len() / 4) as i64], DataType::FLOAT32, Device::cpu(0))?;
+    let mut x = NDArray::empty(
+        &[1, (input.len() / 4) as i64],
+        DataType::FLOAT32,
+        Device::cpu(0),
+    )?;
     x.copy_from_bytes(&input)?;
     gm.set_input("data", &x)?;
     gm.run()?;
@@ -32,8 +40,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mapped = mapped_libpolyffi().ok_or("no libpolyffi.so is mapped")?;
     let built = std::fs::canonicalize(Path::new(env!("POLYFFI_PACKAGED_LIB_DIR")))?;
     if mapped.parent() != Some(built.as_path()) {
-        return Err(format!("runs {}, not polyffi-sys's {}", mapped.display(), built.display()).into());
+        return Err(format!(
+            "runs {}, not polyffi-sys's {}",
+            mapped.display(),
+            built.display()
+        )
+        .into());
     }
-    println!("run_model: output equals TVM's ({} bytes); libpolyffi {}", want.len(), mapped.display());
+    println!(
+        "run_model: output equals TVM's ({} bytes); libpolyffi {}",
+        want.len(),
+        mapped.display()
+    );
     Ok(())
 }

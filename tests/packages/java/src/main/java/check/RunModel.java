@@ -61,7 +61,12 @@ public final class RunModel {
           "libpolyffi " + lib + " (loaded from " + from + ") is not the jar's " + resource);
     }
     System.out.println(
-        "RunModel: output equals TVM's (" + want.length + " bytes); libpolyffi " + lib
-            + " (the jar's " + resource + ")");
+        "RunModel: output equals TVM's ("
+            + want.length
+            + " bytes); libpolyffi "
+            + lib
+            + " (the jar's "
+            + resource
+            + ")");
   }
 }
