@@ -209,8 +209,11 @@ polyffi-sys = { path = "vendor/polyffi-sys-$version" }
 TOML
   # The compiled third-party crates (bindgen, ...) are shared with ci/test-rust.sh's target dir;
   # polyffi-sys from vendor/ is a package of its own there, built from the crate's sources.
-  (cd "$proj" && env -u POLYFFI_LIB_DIR -u PKG_CONFIG_PATH CARGO_TARGET_DIR="$root/build/cargo" \
-    cargo run -q -- "$model")
+  # .crate files carry fixed timestamps, so cargo's fingerprints cannot tell two packagings of
+  # one version apart: clean the three packages, keep the compiled third-party crates.
+  (cd "$proj" && export CARGO_TARGET_DIR="$root/build/cargo" &&
+    cargo clean -q -p polyffi-sys -p polyffi -p run-model &&
+    env -u POLYFFI_LIB_DIR -u PKG_CONFIG_PATH cargo run -q -- "$model")
   say "rust: polyffi + polyffi-sys (bundled) from the unpacked .crate files"
 fi
 say "done"
