@@ -244,6 +244,7 @@ if wants maven; then
   done
   mvn -B -q -ntp -Dstyle.color=never -f bindings/java/pom.xml -Pdist \
     -Dpolyffi.natives.dir="$natives" -DaltDeploymentRepository="dist::file://$dist/maven" \
+    -Dmaven.install.skip=true \
     clean deploy
   # The build's own output is for this checkout's tests: leave target/ as the tests expect it.
   rm -rf bindings/java/target
