@@ -246,7 +246,8 @@ if wants maven; then
     -Dpolyffi.natives.dir="$natives" -DaltDeploymentRepository="dist::file://$dist/maven" \
     -Dmaven.install.skip=true \
     clean deploy
-  # The build's own output is for this checkout's tests: leave target/ as the tests expect it.
+  # target/ now holds the dist build (no JNI glue of the checkout): drop it, so that the next
+  # `mvn` in bindings/java builds its own.
   rm -rf bindings/java/target
   say "dist/maven: $(cd "$dist/maven" && find . -name '*.jar' -o -name '*.pom' | sort | tr '\n' ' ')"
 fi
