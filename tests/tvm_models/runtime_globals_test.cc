@@ -323,4 +323,102 @@ TEST(VmBuiltins, CheckStringInfo) {
               "ErrorContext(x) expect a String");
 }
 
+// ---- tensor cache and parameters from it
+
+Val MakeArray(std::vector<Arg> items) { return CallG("runtime.Array", std::move(items)); }
+
+TEST(TensorCache, UpdateGetRemoveAndParams) {
+  CallG("vm.builtin.tensor_cache.clear", {});
+  Val a = F32({2}, {1, 2}), b = F32({1}, {5});
+  CallG("vm.builtin.tensor_cache.update", {"p_0", a});
+  CallG("vm.builtin.tensor_cache.update", {"p_1", b, 0});
+  ExpectError("vm.builtin.tensor_cache.update", {"p_1", a}, "InternalError",
+              "Name p_1 already exists in the cache");
+  CallG("vm.builtin.tensor_cache.update", {"p_1", b, 1});  // override
+  Val got = CallG("vm.builtin.tensor_cache.get", {"p_0"});
+  ASSERT_EQ(got.code, kTVMNDArrayHandle);
+  EXPECT_EQ(got.t()->data, a.t()->data);  // the same tensor, not a copy
+  EXPECT_EQ(CallG("vm.builtin.tensor_cache.get", {"nope"}).code, kTVMNullptr);
+
+  Val arr = CallG("vm.builtin.param_array_from_cache", {"p", 2});
+  EXPECT_EQ(Item(arr, 1).Data<float>(), (std::vector<float>{5}));
+  Val all = CallG("vm.builtin.param_array_from_cache", {"p", -1});  // until one is missing
+  Val n = CallG("runtime.ArraySize", {Arg(all)});
+  EXPECT_EQ(n.v.v_int64, 2);
+  ExpectError("vm.builtin.param_array_from_cache", {"p", 3}, "InternalError",
+              "Cannot find p_2 in cache");
+  Val names = MakeArray({"p_1", "p_0"});
+  Val by_name = CallG("vm.builtin.param_array_from_cache_by_name", {Arg(names)});
+  EXPECT_EQ(Item(by_name, 0).Data<float>(), (std::vector<float>{5}));
+  Val unpacked = CallG("vm.builtin.param_array_from_cache_by_name_unpacked", {"p_0"});
+  EXPECT_EQ(Item(unpacked, 0).Data<float>(), (std::vector<float>{1, 2}));
+  ExpectError("vm.builtin.param_array_from_cache_by_name_unpacked", {"p_0", 3}, "ValueError",
+              "Expect string as input, but get int at 1");
+  Val missing = MakeArray({"p_0", "q"});
+  ExpectError("vm.builtin.param_array_from_cache_by_name", {Arg(missing)}, "ValueError",
+              "Cannot find parameter in cache: q");
+
+  Val mod = CallG("vm.builtin.param_module_from_cache", {"p", 2});
+  ASSERT_EQ(mod.code, kTVMModuleHandle);
+  TVMFunctionHandle get = nullptr;
+  ASSERT_EQ(TVMModGetFunction(mod.v.v_handle, "get_params", 0, &get), 0);
+  ASSERT_NE(get, nullptr);
+  Val params;
+  ASSERT_EQ(TVMFuncCall(get, nullptr, nullptr, 0, &params.v, &params.code), 0) << LastError();
+  EXPECT_EQ(Item(params, 0).Data<float>(), (std::vector<float>{1, 2}));
+  TVMFuncFree(get);
+  TVMModFree(mod.v.v_handle);
+  mod.code = kTVMNullptr;
+
+  CallG("vm.builtin.tensor_cache.remove", {"p_0"});
+  EXPECT_EQ(CallG("vm.builtin.tensor_cache.get", {"p_0"}).code, kTVMNullptr);
+  CallG("vm.builtin.tensor_cache.clear", {});
+  EXPECT_EQ(CallG("vm.builtin.tensor_cache.get", {"p_1"}).code, kTVMNullptr);
+}
+
+// ---- host functions and debug hooks
+
+int g_calls = 0;
+std::string g_line;
+int Recorder(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
+  ++g_calls;
+  if (n >= 1 && codes[0] == kTVMStr) g_line = args[0].v_str;
+  TVMValue v;
+  v.v_int64 = n;
+  int c = kTVMArgInt;
+  return TVMCFuncSetReturn(ret, &v, &c, 1);
+}
+
+TEST(VmBuiltins, PyFuncRegistryAndDebugFunctions) {
+  TVMFunctionHandle f = nullptr;
+  ASSERT_EQ(TVMFuncCreateFromCFunc(Recorder, nullptr, nullptr, &f), 0);
+  TVMValue fv;
+  fv.v_handle = f;
+  Arg farg(1);
+  farg.v = fv;
+  farg.code = kTVMPackedFuncHandle;
+  CallG("vm.builtin.register_py_func", {"rec", farg});
+  Val call_args = MakeArray({7, 8});
+  Val call = MakeArray({"rec", Arg(call_args)});
+  Val r = CallG("vm.builtin.call_py_func", {Arg(call)});
+  EXPECT_EQ(r.v.v_int64, 2);  // the function saw the two arguments
+  Val unknown = MakeArray({"nope", Arg(call_args)});
+  ExpectError("vm.builtin.call_py_func", {Arg(unknown)}, "InternalError",
+              "Python function 'nope' not found in registry");
+  CallG("vm.builtin.clear_py_func_registry", {});
+  ExpectError("vm.builtin.get_py_func", {"rec"}, "InternalError", "not found in registry");
+
+  ASSERT_EQ(TVMFuncRegisterGlobal("rtlib_test.debug", f, 1), 0);
+  g_calls = 0;
+  Arg none(0);
+  none.code = kTVMNullptr;
+  Val d = CallG("vm.builtin.invoke_debug_func", {none, "rtlib_test.debug", "line 3", 1, 2.5});
+  EXPECT_EQ(d.code, kTVMNullptr);
+  EXPECT_EQ(g_calls, 1);
+  EXPECT_EQ(g_line, "line 3");
+  ExpectError("vm.builtin.invoke_debug_func", {none, "rtlib_test.missing", "x"}, "ValueError",
+              "rtlib_test.missing is not found");
+  TVMFuncFree(f);
+}
+
 }  // namespace
