@@ -626,6 +626,25 @@ def _describe_value(value, d, stem):
     raise TypeError(f"unexpected result {type(value)}")
 
 
+def _write_io_txt(path, lib_name, run):
+    """The bench drivers' one-line-per-tensor form (see build_relax), for runs whose inputs are
+    all tensors and whose result is a tensor or a flat tuple of tensors."""
+    out = run["output"]
+    items = out["items"] if out["kind"] == "tuple" else [out]
+    if any(i["kind"] != "tensor" for i in run["inputs"] + items):
+        return
+    codes = {"int": 0, "uin": 1, "flo": 2}
+    lines = [f"library {lib_name}"]
+    for t in run["inputs"]:
+        bits = int("".join(ch for ch in t["dtype"] if ch.isdigit()))
+        lines.append(f"input {t['name']} {codes[t['dtype'][:3]]} {bits} {len(t['shape'])} "
+                     + " ".join(str(x) for x in t["shape"]) + f" {t['file']}")
+    for i, t in enumerate(items):
+        n = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
+        lines.append(f"output {i} {n} {t['file']}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def build_runtime(out):
     rdir = out / "runtime"
     rdir.mkdir(parents=True, exist_ok=True)
@@ -661,6 +680,7 @@ def build_runtime(out):
             result = vm["forward"](*call)  # TVM 0.27's runtime computes the reference
             run["output"] = _describe_value(result, d, f"r{r}_output")
             io["runs"].append(run)
+            _write_io_txt(d / f"r{r}_io.txt", lib_name, run)
         stats = lib["stats"]()
         line = next(x for x in stats.splitlines() if x.strip().startswith("Globals"))
         io["globals"] = [g.strip() for g in line.split("[", 1)[1].rstrip("]").split(",")]
