@@ -421,4 +421,38 @@ TEST(VmBuiltins, PyFuncRegistryAndDebugFunctions) {
   TVMFuncFree(f);
 }
 
+// ---- printing and assertions
+
+TEST(RelaxRunPrint, FormatsValuesAsPythonWould) {
+  Val t = F32({2, 2}, {1, 2.5f, -0.1f, 4});
+  testing::internal::CaptureStdout();
+  CallG("relax.run.print", {"x={0} n={1}", t, 7});
+  ExpectError("relax.run.print", {"{} {1}", 1, 2}, "ValueError", "cannot switch");
+  CallG("relax.run.print", {"", 2.5, "s"});
+  Val v = I32({3}, {1, 2, 3});
+  Val shape = CallG("vm.builtin.shape_of", {v});
+  CallG("vm.builtin.debug_print", {"line 9", v});
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out,
+            "x=[[1.0, 2.5], [-0.1, 4.0]] n=7\n2.5 s\n"
+            "line 9: shape = (3,), dtype = int32, data =\n[1, 2, 3]\n");
+  ExpectError("relax.run.print", {"{:>4}", 1}, "ValueError", "unsupported format field");
+  ExpectError("relax.run.print", {"{} {}", 1}, "IndexError", "Replacement index 1");
+}
+
+TEST(RelaxRunAssert, RaisesAssertionErrorWithTheMessage) {
+  CallG("relax.run.assert_op", {1, "never"});
+  ExpectError("relax.run.assert_op", {0, ""}, "AssertionError", "Assertion Failed");
+  ExpectError("relax.run.assert_op", {0, "", 3, "x"}, "AssertionError", "3, x");
+  ExpectError("relax.run.assert_op", {0, "got {} want {}", 3, 4}, "AssertionError", "got 3 want 4");
+  const uint8_t kBool = 6;  // DLPack's kDLBool
+  Val yes = Tensor<uint8_t>({}, {1}, kBool, 8);
+  Val no = Tensor<uint8_t>({}, {0}, kBool, 8);
+  CallG("relax.run.assert_op", {yes, ""});
+  ExpectError("relax.run.assert_op", {no, "bad"}, "AssertionError", "bad");
+  Val notbool = I32({}, {1});
+  ExpectError("relax.run.assert_op", {notbool, ""}, "ValueError", "must be a bool scalar");
+  ExpectError("relax.run.assert_op", {1, 2}, "ValueError", "format string argument");
+}
+
 }  // namespace
