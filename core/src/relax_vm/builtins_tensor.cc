@@ -3,6 +3,7 @@
 //   vm.builtin.ensure_zero_offset(t)       t, or a tensor of the same data with byte_offset 0
 //   vm.builtin.to_device(t, type, id, [scope])   a copy on a device (the CPU only here)
 //   relax.run.shape_to_tensor(shape)       a Shape's values as a 1-D int64 tensor
+//   vm.builtin.memory_manager.clear()      idle pooled buffers back to the system
 // TVM 0.27 registers relax.run.* in its Python package (numpy); polyffi has them in the core
 // so a model runs without Python.
 #include <cstring>
@@ -126,6 +127,14 @@ POLYFFI_CORE_GLOBAL("relax.run.shape_to_tensor", [](const Args& args, RetValue* 
   auto out = NDArrayObj::Empty({n}, dtype, DLDevice{kDLCPU, 0});
   if (n != 0) std::memcpy(out->tensor.data, s->data(), static_cast<size_t>(n) * 8);
   rv->SetObject(std::move(out));
+});
+
+// memory_manager.clear(): the pooled allocator's idle buffers go back to the system (storages
+// in use are untouched and return to the pool when released).
+POLYFFI_CORE_GLOBAL("vm.builtin.memory_manager.clear", [](const Args& args, RetValue*) {
+  args.CheckArity(0);
+  Allocator::Get(Allocator::kNaive)->Clear();
+  Allocator::Get(Allocator::kPooled)->Clear();
 });
 
 // check_string_info(value, err_ctx): the value must be a string.
