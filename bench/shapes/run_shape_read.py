@@ -39,7 +39,8 @@ def main() -> None:
     args = ap.parse_args()
     binary = Path(args.build_dir) / "bin" / "bench_shape_read"
     n = args.iterations
-    print("| dimensions | ShapeTupleBytes (1 call) | GetShapeTupleSize + Elem (1 + n calls) | ratio |")
+    print("| dimensions | ShapeTupleBytes (1 call) | GetShapeTupleSize + Elem (1 + n calls) "
+          "| ratio |")
     print("|---:|---:|---:|---:|")
     for ndim in RANKS:
         per = {}
