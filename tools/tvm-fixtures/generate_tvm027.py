@@ -16,7 +16,13 @@ out_dir defaults to tests/tvm_models/tvm027. It writes
                              the errors TVM raised for a wrong input shape / dtype / arity and
                              the executable's function table (`globals`)
   relax/<name>/b<B>_io.txt   the same run, one line per tensor, for plain C programs
+  runtime/<name>.so          relax models that call TVM's runtime library at run time (contrib
+                             sort/random, relax.run.unique/nonzero, tensor_to_shape) or take
+                             Shape/int arguments; runtime/<name>/io.json: runs with typed inputs
+                             and TVM's result as a tree (tensors, shapes, ints, tuples)
   manifest.json              versions, target, this script, host global names, sha256 per file
+
+With --runtime-only only runtime/ is rebuilt (and the manifest's runtime part and checksums).
 Inputs and outputs are raw little-endian C-order arrays. Every output is what TVM 0.27's own
 runtime computed (`tvm.runtime.load_module` of the exported file + `tvm.relax.VirtualMachine` /
 the kernel function), checked against numpy, so tests compare polyffi against TVM.
