@@ -455,4 +455,89 @@ TEST(RelaxRunAssert, RaisesAssertionErrorWithTheMessage) {
   ExpectError("relax.run.assert_op", {1, 2}, "ValueError", "format string argument");
 }
 
+// ---- random calls: any shapes, dtypes, axes and outputs give a result or a typed error
+
+TEST(RuntimeGlobals, RandomCallsGiveResultsOrTypedErrors) {
+  uint64_t state = 20261125;
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((state >> 33) % n);
+  };
+  const std::vector<std::pair<uint8_t, uint8_t>> dtypes = {
+      {kDLFloat, 32}, {kDLFloat, 64}, {kDLFloat, 16}, {kDLInt, 32}, {kDLInt, 64},
+      {kDLInt, 8},    {kDLUInt, 8},   {kDLInt, 16},   {6, 8}};
+  auto random_tensor = [&]() {
+    auto [code, bits] = dtypes[next(dtypes.size())];
+    std::vector<int64_t> shape(static_cast<size_t>(next(4)));
+    size_t n = 1;
+    for (auto& d : shape) n *= static_cast<size_t>(d = next(5));
+    std::vector<uint8_t> bytes(n * bits / 8);
+    for (auto& b : bytes) b = static_cast<uint8_t>(next(256));
+    Val t;
+    TVMArrayHandle h;
+    EXPECT_EQ(
+        TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), code, bits, 1, kDLCPU, 0, &h),
+        0);
+    if (!bytes.empty()) std::memcpy(h->data, bytes.data(), bytes.size());
+    t.v.v_handle = h;
+    t.code = kTVMNDArrayHandle;
+    return t;
+  };
+  const char* ret_types[] = {"both", "values", "indices", "neither"};
+  const char* names[] = {"tvm.contrib.sort.sort",
+                         "tvm.contrib.sort.argsort",
+                         "tvm.contrib.sort.topk",
+                         "tvm.contrib.sort.argsort_nms",
+                         "relax.run.unique",
+                         "relax.run.nonzero",
+                         "vm.builtin.tensor_to_shape",
+                         "vm.builtin.ensure_zero_offset",
+                         "tvm.contrib.random.uniform",
+                         "tvm.contrib.random.randint",
+                         "tvm.contrib.random.random_fill",
+                         "relax.run.assert_op"};
+  int ok = 0, refused = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    const char* name = names[next(12)];
+    Val a = random_tensor(), b = random_tensor(), c = random_tensor();
+    std::vector<Arg> args{a};
+    const int extra = static_cast<int>(next(6));
+    for (int i = 0; i < extra; ++i) {
+      switch (next(5)) {
+        case 0:
+          args.emplace_back(b);
+          break;
+        case 1:
+          args.emplace_back(c);
+          break;
+        case 2:
+          args.emplace_back(static_cast<int>(next(9)) - 4);
+          break;
+        case 3:
+          args.emplace_back(ret_types[next(4)]);
+          break;
+        default:
+          args.emplace_back(static_cast<double>(next(7)) - 3.0);
+      }
+    }
+    TVMFunctionHandle f = nullptr;
+    ASSERT_EQ(TVMFuncGetGlobal(name, &f), 0);
+    std::vector<TVMValue> v;
+    std::vector<int> codes;
+    for (const Arg& x : args) v.push_back(x.v), codes.push_back(x.code);
+    Val r;
+    if (TVMFuncCall(f, v.data(), codes.data(), static_cast<int>(v.size()), &r.v, &r.code) == 0) {
+      ++ok;
+      if (r.code == kTVMModuleHandle) TVMModFree(r.v.v_handle), r.code = kTVMNullptr;
+    } else {
+      ++refused;
+      std::string err = LastError();
+      // A typed error ("Kind: message"), never an unknown failure.
+      EXPECT_NE(err.find("Error: "), std::string::npos) << name << ": " << err;
+    }
+  }
+  EXPECT_GT(ok, 100);
+  EXPECT_GT(refused, 100);
+}
+
 }  // namespace

@@ -16,7 +16,13 @@ out_dir defaults to tests/tvm_models/tvm027. It writes
                              the errors TVM raised for a wrong input shape / dtype / arity and
                              the executable's function table (`globals`)
   relax/<name>/b<B>_io.txt   the same run, one line per tensor, for plain C programs
+  runtime/<name>.so          relax models that call TVM's runtime library at run time (contrib
+                             sort/random, relax.run.unique/nonzero, tensor_to_shape) or take
+                             Shape/int arguments; runtime/<name>/io.json: runs with typed inputs
+                             and TVM's result as a tree (tensors, shapes, ints, tuples)
   manifest.json              versions, target, this script, host global names, sha256 per file
+
+With --runtime-only only runtime/ is rebuilt (and the manifest's runtime part and checksums).
 Inputs and outputs are raw little-endian C-order arrays. Every output is what TVM 0.27's own
 runtime computed (`tvm.runtime.load_module` of the exported file + `tvm.relax.VirtualMachine` /
 the kernel function), checked against numpy, so tests compare polyffi against TVM.
@@ -528,18 +534,26 @@ def _runtime_models():
             return r
 
         @R.function
+        def double(y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            return R.add(y, y)
+
+        @R.function
+        def apply(f: R.Callable([R.Tensor((4,), "float32")], R.Tensor((4,), "float32")),
+                  y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            return f(y)  # a function value: vm.builtin.invoke_closure
+
+        @R.function
         def forward(n: R.Tensor((), "int64"), x: R.Tensor((4,), "float32")):
             f = ControlFlow.fact(n, R.const(1, "int64"))
-
-            # (An inner function capturing x, lifted to a closure, fails inside TVM 0.27's own
-            # relax.build with a type mismatch; closures are covered by tests/tvm_models'
-            # hand-written executables instead.)
+            # (An inner function capturing a tensor, lifted to a closure, fails inside TVM 0.27's
+            # own relax.build; a global function passed as a value is the closure here.)
             z = R.add(R.multiply(x, x), x)
             if R.greater(f, R.const(10, "int64")):
                 w = R.subtract(z, x)
             else:
                 w = R.add(z, x)
-            return (f, z, w)
+            h = ControlFlow.apply(ControlFlow.double, w)
+            return (f, z, w, h)
 
     @I.ir_module
     class NestedTuple:
