@@ -579,19 +579,25 @@ static PyObject* ShapeTupleToPython(void* obj) {
   }
   auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
   Py_ssize_t n = static_cast<Py_ssize_t>(arr->size / sizeof(int64_t));
-  // What tuple.__new__ does for a subclass: allocate n slots, then fill them.
-  PyObject* out = g_shape_class->tp_alloc(g_shape_class, n);
-  if (out == nullptr) return nullptr;
+  PyObject* dims = PyTuple_New(n);
+  if (dims == nullptr) return nullptr;
   for (Py_ssize_t i = 0; i < n; ++i) {
     int64_t d;
     std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
     PyObject* item = PyLong_FromLongLong(d);
     if (item == nullptr) {
-      Py_DECREF(out);
+      Py_DECREF(dims);
       return nullptr;
     }
-    PyTuple_SET_ITEM(out, i, item);
+    PyTuple_SET_ITEM(dims, i, item);
   }
+  // tuple.__new__(Shape, dims): the dimensions are ints already, so Shape.__new__'s checks are
+  // skipped, and CPython sets up the subclass instance itself (e.g. its cached hash on 3.14+).
+  PyObject* args = PyTuple_Pack(1, dims);
+  Py_DECREF(dims);
+  if (args == nullptr) return nullptr;
+  PyObject* out = PyTuple_Type.tp_new(g_shape_class, args, nullptr);
+  Py_DECREF(args);
   return out;
 }
 
