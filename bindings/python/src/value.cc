@@ -592,7 +592,7 @@ static PyObject* ShapeTupleToPython(void* obj) {
     PyTuple_SET_ITEM(dims, i, item);
   }
   // tuple.__new__(Shape, dims): the dimensions are ints already, so Shape.__new__'s checks are
-  // skipped, and CPython sets up the subclass instance itself (e.g. its cached hash on 3.14+).
+  // skipped, and CPython initialises the subclass instance itself on every version.
   PyObject* args = PyTuple_Pack(1, dims);
   Py_DECREF(dims);
   if (args == nullptr) return nullptr;
