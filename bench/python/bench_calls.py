@@ -6,7 +6,7 @@ build/lib/libbench_tvm_ffi_fixtures.so), a tiny nanobind extension with the same
 functions with the GIL released around the body ("nb+GIL rel.", the floor for a binding that
 must release the GIL as polyffi's spec requires) and ctypes over the same C ABI (the classic TVM
 ctypes approach). Prints ns per call (best of several repetitions, the Python loop included, as
-in MEASURED.md) and each peer's ratio to polyffi. Never asserts a time.
+in docs/performance/floors.md) and each peer's ratio to polyffi. Never asserts a time.
 
     python bench/python/bench_calls.py [--quick]
 
