@@ -7,6 +7,8 @@
 # builds, and a summary table at the end. A language whose toolchain is missing (cargo; node and
 # npm, java and mvn when apt-get cannot install them) is reported and skipped; the exit status is
 # non-zero only when a language that was present failed.
+#
+# Usage: ci/demo.sh [c] [python] [rust] [node] [java]   (no argument: every language)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
@@ -15,6 +17,11 @@ trap 'rm -rf "$logs"' EXIT
 elapsed() { echo "$(($(date +%s) - start))s"; }
 step() { echo; echo "== $* ($(elapsed))"; }
 results=()  # "language|status|log"
+langs=" ${*:-c python rust node java} "
+for l in "$@"; do
+  case $l in c | python | rust | node | java) ;; *) echo "demo: unknown language '$l'"; exit 2 ;; esac
+done
+want() { [[ $langs == *" $1 "* ]]; }
 
 step "dependencies (ci/install-deps.sh)"
 "$root/ci/install-deps.sh" || { echo "demo: installing the dependencies failed"; exit 1; }
@@ -64,31 +71,39 @@ apt_install() {  # best effort, as the language scripts do: Debian packages when
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null 2>&1
 }
 
-step "C: callbacks and the registry (examples/hello)"
 tour=0
-"$root/build/bin/hello_polyffi" || tour=1  # a tour without model numbers: not in the table
-run "C" "$root/build/bin/digits_demo"
-run "Python" "$root/ci/demo-python.sh"
+if want c; then
+  step "C: callbacks and the registry (examples/hello)"
+  "$root/build/bin/hello_polyffi" || tour=1  # a tour without model numbers: not in the table
+  run "C" "$root/build/bin/digits_demo"
+fi
+want python && run "Python" "$root/ci/demo-python.sh"
 
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$PATH:$HOME/.cargo/bin"
-if have cargo; then
-  run "Rust (HTTP service)" "$root/ci/demo-rust.sh"
-else
-  missing "Rust (HTTP service)" "cargo not found (install Rust with rustup: https://rustup.rs)"
+if want rust; then
+  if have cargo; then
+    run "Rust over HTTP" "$root/ci/demo-rust.sh"
+  else
+    missing "Rust over HTTP" "cargo not found (install Rust with rustup: https://rustup.rs)"
+  fi
 fi
 
-have node && have npm || apt_install nodejs npm
-if have node && have npm; then
-  run "Node.js" "$root/ci/demo-node.sh"
-else
-  missing "Node.js" "node/npm not found (apt-get install nodejs npm)"
+if want node; then
+  have node && have npm || apt_install nodejs npm
+  if have node && have npm; then
+    run "Node.js" "$root/ci/demo-node.sh"
+  else
+    missing "Node.js" "node/npm not found (apt-get install nodejs npm)"
+  fi
 fi
 
-have java && have javac && have mvn || apt_install openjdk-17-jdk-headless maven
-if have java && have javac && have mvn; then
-  run "Java" "$root/ci/demo-java.sh"
-else
-  missing "Java" "java/javac/mvn not found (apt-get install openjdk-17-jdk-headless maven)"
+if want java; then
+  have java && have javac && have mvn || apt_install openjdk-17-jdk-headless maven
+  if have java && have javac && have mvn; then
+    run "Java" "$root/ci/demo-java.sh"
+  else
+    missing "Java" "java/javac/mvn not found (apt-get install openjdk-17-jdk-headless maven)"
+  fi
 fi
 
 # The summary: each language's first accuracy / agreement / latency lines.
