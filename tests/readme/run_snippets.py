@@ -64,14 +64,17 @@ def snippets():
     return found
 
 
-def run(cmd, cwd, env=None, expect_ok=True, timeout=600):
+def run(cmd, cwd, env=None, expect_ok=True, timeout=1800):
     shown = cmd if isinstance(cmd, str) else " ".join(cmd)
     shown = shown.replace("\n", "\n     ")
     print(f"   $ {shown}   (in {cwd})", flush=True)
-    r = subprocess.run(
-        cmd, cwd=cwd, env=env, shell=isinstance(cmd, str), capture_output=True, text=True,
-        timeout=timeout, executable="/bin/bash" if isinstance(cmd, str) else None,
-    )
+    try:
+        r = subprocess.run(
+            cmd, cwd=cwd, env=env, shell=isinstance(cmd, str), capture_output=True, text=True,
+            timeout=timeout, executable="/bin/bash" if isinstance(cmd, str) else None,
+        )
+    except subprocess.TimeoutExpired:
+        raise Failure(f"`{shown}` did not finish in {timeout} s") from None
     if expect_ok and r.returncode != 0:
         raise Failure(f"`{shown}` failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
