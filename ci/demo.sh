@@ -129,7 +129,7 @@ for r in "${results[@]}"; do
   case $r in *"|FAILED|"*) failed=1 ;; esac
 done
 for r in "${results[@]}"; do
-  case $r in *"|missing: "*) IFS='|' read -r lang status _ <<<"$r"; echo "   ${lang%% (*}: $status" ;; esac
+  case $r in *"|missing: "*) IFS='|' read -r lang status _ <<<"$r"; echo "   not run: $lang (${status#missing: })" ;; esac
 done
 echo "done in $(elapsed)"
 exit $failed
