@@ -5,14 +5,14 @@
 export type Arg =
   | number | bigint | boolean | string | null | undefined
   | Float | Int | Buffer | ArrayBuffer | NodeJS.TypedArray
-  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef
+  | Device | DataType | Shape | PackedFunc | Module | NDArray | ObjectRef
   | ((...args: any[]) => any)
   | Arg[] | Map<Arg, Arg> | { [key: string]: Arg };
 
 /** A value returned by a PackedFunc (numbers are Int / Float boxes under exactNumbers(true)). */
 export type Result =
   | number | bigint | boolean | string | null | Float | Int | Buffer
-  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef | ((...args: any[]) => any);
+  | Device | DataType | Shape | PackedFunc | Module | NDArray | ObjectRef | ((...args: any[]) => any);
 
 export declare const version: string;
 export declare function runtimeVersion(): string;
@@ -130,6 +130,15 @@ export declare class Int {
 export declare function float(x: number): Float;
 export declare function int(x: number | bigint): Int;
 
+/**
+ * A shape (runtime.ShapeTuple): an Array of dimensions, numbers within +-(2^53-1) and bigints
+ * beyond. Every returned shape is a Shape; make one to pass with shape([...]) (a plain array
+ * passes as a runtime Array). map/filter/slice give plain arrays.
+ */
+export declare class Shape extends Array<number | bigint> {}
+/** A Shape from integer numbers (safe integers) or bigints (int64); TypeError / RangeError. */
+export declare function shape(dims: Iterable<number | bigint>): Shape;
+
 export declare class FFIError extends Error {
   constructor(message: string, kind?: string);
   /** "ValueError", "TypeError", ... or the kind a callback's error carried. */
@@ -196,6 +205,7 @@ declare const ffi: {
   Array: typeof FFIArray; Map: typeof FFIMap; NDArray: typeof NDArray; nd: typeof nd;
   Device: typeof Device; cpu: typeof cpu; DataType: typeof DataType;
   Float: typeof Float; Int: typeof Int; float: typeof float; int: typeof int;
+  Shape: typeof Shape; shape: typeof shape;
   FFIError: typeof FFIError; GraphModule: typeof GraphModule;
   VirtualMachine: typeof VirtualMachine;
 };

@@ -12,7 +12,7 @@ const { native } = require('./library');
 const { FFIError } = require('./errors');
 const { Module, FFIArray } = require('./registry');
 const { NDArray, nd } = require('./ndarray');
-const { Device, cpu } = require('./value');
+const { Device, cpu, Shape } = require('./value');
 const { disposeSymbol } = require('./function');
 
 /** The alignment TVM's compiled kernels assume of every tensor's data. */
@@ -34,7 +34,9 @@ function stage(arg, temps) {
     temps.push(staged);
     return staged;
   }
-  if (Array.isArray(arg)) return arg.map((x) => stage(x, temps));  // a tuple parameter
+  if (Array.isArray(arg) && !(arg instanceof Shape)) {
+    return arg.map((x) => stage(x, temps));  // a tuple parameter (a Shape passes as it is)
+  }
   return arg;
 }
 
