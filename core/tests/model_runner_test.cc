@@ -385,6 +385,21 @@ TEST(GraphRunner, ThreeArtifactFormAndStatefulExecutor) {
   TVMValue zero;
   zero.v_int64 = 0;
   EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
+  // with_params: the same graph without weights cannot run; with them it gives TVM's outputs.
+  v[2].v_handle = nullptr;
+  Val bare = Call(Global("polyffi.runner.graph"), v,
+                  {kTVMStr, kTVMModuleHandle, kTVMNullptr, kTVMArgInt, kTVMArgInt});
+  Fn bare_run(bare.v.v_handle, "run");
+  EXPECT_NE(ErrorOf([&] {
+              Call(bare_run.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
+            }).find("have no value yet"),
+            std::string::npos);
+  Fn with_params(bare.v.v_handle, "with_params");
+  TVMValue bv;
+  bv.v_handle = &blob;
+  Val loaded = Call(with_params.h, {bv}, {kTVMBytes});
+  Fn loaded_run(loaded.v.v_handle, "run");
+  EXPECT_EQ(Outputs(RunGraph(loaded_run.h, fx)), fx.outputs);
 }
 
 TEST(GraphRunner, TypedErrors) {

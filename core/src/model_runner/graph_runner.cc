@@ -21,6 +21,8 @@
 //   executor()      a graph executor of the runner's own, its weights set (a copy of them), for
 //                   TVM's stateful API (set_input, run, get_output): one caller at a time.
 //   pool_size()     how many executors the pool has made (diagnostics and tests).
+//   with_params(params)  a new runner of the same graph and library with these weights (a TVM
+//                   params blob); this runner and the calls in flight on it are unchanged.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_set>
@@ -152,6 +154,16 @@ class GraphRunner final : public ModuleObj {
           [self](const Args& args, RetValue* rv) {
             args.CheckArity(0);
             rv->SetObject(self->own_);
+          },
+          fname);
+    }
+    if (name == "with_params") {
+      return MakeFunction(
+          [self](const Args& args, RetValue* rv) {
+            args.CheckArity(1);
+            if (args.code(0) != kTVMBytes) args.Mismatch(0, "bytes");
+            rv->SetObject(
+                MakeObject<GraphRunner>(self->graph_json_, self->lib_, args.Str(0), self->dev_));
           },
           fname);
     }
