@@ -287,13 +287,30 @@ TEST(VMRunner, TypedErrors) {
             }).find("AttributeError: the VM executable has no function 'no_such_function'"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { RunVM(run.h, {}, {}); }).find("TypeError"), std::string::npos);
-  // A strided view cannot be staged: a ValueError, not a wrong answer.
+}
+
+TEST(VMRunner, StagesStridedViews) {
+  // The input in every other float of a buffer: gathered into a compact copy, same outputs.
   Fixture fx(kRelax + "/digits", "b1_io.txt");
-  DLTensor strided = *fx.inputs[0]->h;
-  int64_t strides[2] = {128, 2};  // every other float: not compact
+  Val lib = Load(kRelax + "/digits.so");
+  Val runner = MakeRunner("polyffi.runner.vm", lib);
+  Fn run(runner.v.v_handle, "run");
+  const DLTensor* in = fx.inputs[0]->h;
+  const auto* src = static_cast<const float*>(in->data);
+  std::vector<float> spread(2 * 64, -1.0f);
+  for (int i = 0; i < 64; ++i) spread[2 * i] = src[i];
+  DLTensor strided = *in;
+  strided.data = spread.data();
+  int64_t strides[2] = {128, 2};
   strided.strides = strides;
   TVMValue sv;
   sv.v_handle = &strided;
+  EXPECT_EQ(Outputs(RunVM(run.h, {sv}, {kTVMDLTensorHandle})), fx.outputs);
+  // A negative dimension is a ValueError, not a crash.
+  int64_t bad_shape[2] = {1, -64};
+  DLTensor bad = *in;
+  bad.shape = bad_shape;
+  sv.v_handle = &bad;
   EXPECT_NE(ErrorOf([&] { RunVM(run.h, {sv}, {kTVMDLTensorHandle}); }).find("ValueError"),
             std::string::npos);
 }

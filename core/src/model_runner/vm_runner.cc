@@ -10,10 +10,11 @@
 // Functions of the runner module:
 //   run(name, args...)  the VM function name on args, on a VM of the pool (thread-safe). Args
 //                       are staged first: a DLTensor view (memory the caller owns) is copied into
-//                       an aligned array the call owns, and so is an NDArray whose data is not
-//                       64-byte aligned (TVM's kernels assume aligned buffers without checking);
-//                       Arrays are staged item by item. The result holds its own storage: it
-//                       stays valid after later calls and never points into the caller's memory.
+//                       a compact, aligned array the call owns, and so is an NDArray whose data is
+//                       not 64-byte aligned or not compact (TVM's kernels assume compact, aligned
+//                       buffers without checking); Arrays are staged item by item. The result holds
+//                       its own storage: it stays valid after later calls and never points into the
+//                       caller's memory.
 //   vm()                the runner's own VM for TVM's stateful API (set_input, invoke_stateful,
 //                       get_output, save_function...): one caller at a time, as in TVM.
 //   param_names(name)   the parameter names of VM function name, an Array of strings.
@@ -53,7 +54,21 @@ int64_t AllocatorKind(const Args& args, int i) {
   return k;
 }
 
-/*! \brief A copy of t (CPU, compact) in a new 64-byte-aligned array. */
+/*! \brief Copy the elements of a strided tensor, row-major, to dst (elem bytes each). */
+void GatherStrided(const DLTensor& t, size_t elem, char* dst) {
+  const char* base = static_cast<const char*>(t.data) + t.byte_offset;
+  std::vector<int64_t> index(t.ndim, 0);
+  int64_t count = 1;
+  for (int i = 0; i < t.ndim; ++i) count *= t.shape[i];
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t offset = 0;
+    for (int i = 0; i < t.ndim; ++i) offset += index[i] * t.strides[i];
+    std::memcpy(dst + k * elem, base + offset * static_cast<int64_t>(elem), elem);
+    for (int i = t.ndim - 1; i >= 0 && ++index[i] == t.shape[i]; --i) index[i] = 0;
+  }
+}
+
+/*! \brief A compact copy of t (CPU, compact or strided) in a new 64-byte-aligned array. */
 ObjectPtr<NDArrayObj> AlignedCopy(const DLTensor& t, int index) {
   int32_t dev = DeviceTypeOf(t.device);
   if (dev != kDLCPU && dev != kDLCUDAHost) {
@@ -63,14 +78,22 @@ ObjectPtr<NDArrayObj> AlignedCopy(const DLTensor& t, int index) {
   if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
     Throw("ValueError", "run: argument ", index, " is a tensor without a valid shape");
   }
-  size_t nbytes = CompactBytes(t);  // ValueError for a strided view
+  size_t nbytes = CheckedBytes(t.shape, t.ndim, t.dtype);  // ValueError for a bad shape
   if (nbytes != 0 && t.data == nullptr) {
     Throw("ValueError", "run: argument ", index, " is a tensor with no data");
   }
   auto copy = NDArrayObj::Empty(std::vector<int64_t>(t.shape, t.shape + t.ndim), t.dtype,
                                 DLDevice{kDLCPU, 0});
-  if (nbytes != 0) {
-    std::memcpy(copy->tensor.data, static_cast<const char*>(t.data) + t.byte_offset, nbytes);
+  if (nbytes == 0) return copy;
+  auto* dst = static_cast<char*>(copy->tensor.data);
+  if (IsCompact(t)) {
+    std::memcpy(dst, static_cast<const char*>(t.data) + t.byte_offset, nbytes);
+  } else {
+    size_t elem = ElementBytes(t.dtype);
+    if (elem * 8 != static_cast<size_t>(t.dtype.bits) * t.dtype.lanes) {
+      Throw("ValueError", "run: argument ", index, " is a strided tensor of sub-byte elements");
+    }
+    GatherStrided(t, elem, dst);
   }
   return copy;
 }
@@ -86,7 +109,7 @@ void Stage(TVMValue v, int code, int index, RetValue* out) {
   }
   if (code == kTVMNDArrayHandle && v.v_handle != nullptr) {
     const DLTensor& t = *static_cast<DLTensor*>(v.v_handle);
-    if (!Aligned(t)) return out->SetObject(AlignedCopy(t, index));
+    if (!Aligned(t) || !IsCompact(t)) return out->SetObject(AlignedCopy(t, index));
   }
   if (code == kTVMObjectHandle && v.v_handle != nullptr) {
     Object* o = ObjectOfArg(v, code);
