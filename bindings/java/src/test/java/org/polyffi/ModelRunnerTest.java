@@ -62,8 +62,8 @@ class ModelRunnerTest {
   }
 
   /** call on 6 variants from one thread, then from 8 threads at once: the same bytes. */
-  static void concurrentEqualsSerial(List<List<NDArray>> cases, Function<List<NDArray>, List<NDArray>> call)
-      throws Exception {
+  static void concurrentEqualsSerial(
+      List<List<NDArray>> cases, Function<List<NDArray>, List<NDArray>> call) throws Exception {
     List<List<byte[]>> expected = new ArrayList<>();
     for (List<NDArray> c : cases) expected.add(bytesOf(call.apply(c)));
     assertFalse(same(expected.get(0), expected.get(1)), "the variants really differ");
@@ -111,7 +111,8 @@ class ModelRunnerTest {
     JsonNode run = Tvm027ModelsTest.modelIo(name).get("runs").get(0);
     List<List<NDArray>> cases = new ArrayList<>();
     for (int k = 0; k < 6; k++) cases.add(variant(dir, run.get("inputs"), k));
-    try (Module lib = Module.load(Tvm027ModelsTest.RELAX.resolve(run.get("library").asText()).toString());
+    try (Module lib =
+            Module.load(Tvm027ModelsTest.RELAX.resolve(run.get("library").asText()).toString());
         VirtualMachine vm = new VirtualMachine(lib, Device.cpu())) {
       concurrentEqualsSerial(cases, c -> asList(vm.invoke("forward", c.toArray())));
       long n = poolSize(vm.runner());
@@ -135,8 +136,7 @@ class ModelRunnerTest {
       Map<String, NDArray> named = new LinkedHashMap<>();
       for (int i = 0; i < names.size(); i++) named.put(names.get(i), cases.get(0).get(i));
       assertTrue(
-          same(
-              bytesOf(gm.infer(named)), bytesOf(gm.infer(cases.get(0).toArray(new NDArray[0])))));
+          same(bytesOf(gm.infer(named)), bytesOf(gm.infer(cases.get(0).toArray(new NDArray[0])))));
       concurrentEqualsSerial(cases, c -> gm.infer(c.toArray(new NDArray[0])));
       long n = poolSize(gm.runner());
       assertTrue(n >= 1 && n <= THREADS, "pool of " + n);
