@@ -141,6 +141,9 @@ export declare class GraphModule {
   static create(graphJson: string, lib: Module, device?: Device): GraphModule;
   /** A library exported by TVM (a GraphExecutorFactory), over the core's model runner. */
   static fromFactory(factory: Module, device?: Device): GraphModule;
+  /** graph.json + kernel library + params, over the core's model runner. */
+  static fromParts(graphJson: string, lib: Module, params: Buffer | Uint8Array | null,
+    device?: Device): GraphModule;
   readonly module: Module;
   /** The core's model runner (fromFactory), or null for a bare executor. */
   readonly runner: Module | null;

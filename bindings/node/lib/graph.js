@@ -92,6 +92,25 @@ class GraphModule {
     }
   }
 
+  /**
+   * The three artifacts of an export (graph JSON, kernel library, params bytes) over the core's
+   * model runner, so infer / inferAsync are available as with fromFactory.
+   */
+  static fromParts(graphJson, lib, params, device = cpu()) {
+    if (!(lib instanceof Module)) {
+      throw new FFIError('polyffi: GraphModule.fromParts needs the kernel library as a Module',
+        'TypeError');
+    }
+    const runner = getGlobalFunc('polyffi.runner.graph')(graphJson, lib, params ?? null,
+      device.deviceType, device.deviceId);
+    const executor = runner.getFunction('executor');
+    try {
+      return new GraphModule(executor(), runner);
+    } finally {
+      executor.dispose();
+    }
+  }
+
   /** The graph's inputs that are not weights: what infer takes by position. */
   get inputNames() {
     return [...this._inputNames];
