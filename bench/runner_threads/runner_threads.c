@@ -46,8 +46,8 @@ static TVMFunctionHandle module_function(TVMModuleHandle m, const char* name) {
 }
 
 static int is_vm;
-static TVMFunctionHandle run_fn;   /* runner.run, or the baseline's function */
-static int direct;                 /* baseline: VM forward / executor set_input+run+get_output */
+static TVMFunctionHandle run_fn; /* runner.run, or the baseline's function */
+static int direct;               /* baseline: VM forward / executor set_input+run+get_output */
 static TVMFunctionHandle set_input_fn, exec_run_fn, get_output_fn;
 static TVMArrayHandle input;
 static atomic_int stop;
@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
   double elapsed = now() - t0;
   TVMFunctionHandle pool_size = module_function(runner, "pool_size");
   check(TVMFuncCall(pool_size, v, c, 0, &rv, &rc));
-  printf("%s%s threads=%d calls=%ld seconds=%.3f calls_per_s=%.1f pool=%lld\n", argv[1], direct ? "-locked" : "", threads,
-         total, elapsed, (double)total / elapsed, (long long)rv.v_int64);
+  printf("%s%s threads=%d calls=%ld seconds=%.3f calls_per_s=%.1f pool=%lld\n", argv[1],
+         direct ? "-locked" : "", threads, total, elapsed, (double)total / elapsed,
+         (long long)rv.v_int64);
   return 0;
 }
