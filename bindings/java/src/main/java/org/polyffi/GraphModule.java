@@ -134,10 +134,27 @@ public final class GraphModule implements AutoCloseable {
               + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
     }
     make.close();
-    Module made;
     try (Function f = Function.getGlobal("polyffi.runner.graph")) {
-      made = (Module) f.call(factory, (long) device.type(), (long) device.id());
+      return withRunner((Module) f.call(factory, (long) device.type(), (long) device.id()));
     }
+  }
+
+  /**
+   * The three artifacts of an export (graph JSON, kernel library, params blob) over the core's
+   * model runner, so {@link #infer} is available as with {@link #fromFactory}.
+   */
+  public static GraphModule fromParts(String graphJson, Module lib, byte[] params, Device device) {
+    Objects.requireNonNull(graphJson, "graphJson");
+    Objects.requireNonNull(lib, "lib");
+    Objects.requireNonNull(device, "device");
+    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
+      return withRunner(
+          (Module)
+              f.call(graphJson, lib, (Object) params, (long) device.type(), (long) device.id()));
+    }
+  }
+
+  private static GraphModule withRunner(Module made) {
     try {
       Runner r = new Runner(made);
       GraphModule gm;
