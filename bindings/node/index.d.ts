@@ -146,11 +146,24 @@ export declare class FFIError extends Error {
 }
 
 export declare class GraphModule {
-  constructor(module: Module);
+  constructor(module: Module, runner?: Module | null);
   static create(graphJson: string, lib: Module, device?: Device): GraphModule;
-  /** A library exported by TVM (a GraphExecutorFactory): its default(device), params set. */
+  /** A library exported by TVM (a GraphExecutorFactory), over the core's model runner. */
   static fromFactory(factory: Module, device?: Device): GraphModule;
+  /** graph.json + kernel library + params, over the core's model runner. */
+  static fromParts(graphJson: string, lib: Module, params: Buffer | Uint8Array | null,
+    device?: Device): GraphModule;
   readonly module: Module;
+  /** The core's model runner (fromFactory), or null for a bare executor. */
+  readonly runner: Module | null;
+  /** The graph's inputs that are not weights: what infer takes by position. */
+  readonly inputNames: string[];
+  /** Stateless run: inputs by position or as { name: array }; every output, new. */
+  infer(...inputs: (NDArray | NodeJS.TypedArray)[]): NDArray[];
+  infer(named: Record<string, NDArray | NodeJS.TypedArray>): NDArray[];
+  /** infer() on the libuv pool: concurrent calls run in parallel. */
+  inferAsync(...inputs: (NDArray | NodeJS.TypedArray)[]): Promise<NDArray[]>;
+  inferAsync(named: Record<string, NDArray | NodeJS.TypedArray>): Promise<NDArray[]>;
   setInput(nameOrIndex: string | number, array: NDArray | NodeJS.TypedArray): this;
   run(): void;
   runAsync(): Promise<void>;
@@ -164,7 +177,7 @@ export declare class GraphModule {
   [Symbol.dispose](): void;
 }
 
-/** A relax VM argument: NDArrays and TypedArrays (1-D) pass zero-copy when 64-byte aligned. */
+/** A relax VM argument: NDArrays and TypedArrays (1-D); the core copies what is misaligned. */
 export type VMArg = NDArray | NodeJS.TypedArray | number | bigint | boolean | string | null |
   Float | Int | VMArg[];
 /** A VM function's result: an NDArray, or an array of results for a relax Tuple. */
@@ -179,8 +192,10 @@ export interface VMFunction {
 /** A relax VM executable (TVM 0.2x's export_library) run by function name. */
 export declare class VirtualMachine {
   constructor(lib: Module, device?: Device, options?: { allocator?: 'pooled' | 'naive' });
-  /** The VM module (lib's vm_load_executable()). */
+  /** The runner's own VM module (lib's vm_load_executable()), for the stateful API. */
   readonly module: Module;
+  /** The core's model runner (polyffi.runner.vm): invoke runs on its pool. */
+  readonly runner: Module;
   readonly device: Device;
   invoke(name: string, ...args: VMArg[]): VMResult;
   invokeAsync(name: string, ...args: VMArg[]): Promise<VMResult>;
