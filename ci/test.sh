@@ -43,6 +43,9 @@ ci/test-node.sh
 step "Java binding (mvn verify, with its conformance runner) and the JVM app"
 ci/test-java.sh
 
+step "README snippets, run as a user would (C, Python, Rust, Node.js, Java)"
+ci/test-readme.sh
+
 step "packages (ci/package.sh: dist/ for x86_64 and aarch64; ci/test-packages.sh installs each one outside the repository)"
 ci/package.sh
 ci/test-packages.sh

@@ -2,11 +2,12 @@
 // Runs one case of tests/conformance/cases/*.json through the polyffi Node binding.
 //
 // Mirrors bindings/python/tests/conformance_runner.py: the same tags, steps and checks, with the
-// host callbacks of CONFORMANCE.md section 2 written in JS. The runner works in exact-number mode
-// (ffi.exactNumbers(true)): numbers come out as ffi.Int / ffi.Float boxes, so that a JS callback
-// forwarding a value keeps its int/float type code, which plain JS numbers cannot carry.
-// Calls to testing.call_on_thread go through callAsync: a JS callback can only run on the JS
-// thread, which must not be blocked in a synchronous call meanwhile (see README).
+// host callbacks of docs/spec/conformance.md section 2 (host callbacks) written in JS. The runner
+// works in exact-number mode (ffi.exactNumbers(true)): numbers come out as ffi.Int / ffi.Float
+// boxes, so that a JS callback forwarding a value keeps its int/float type code, which plain JS
+// numbers cannot carry. Calls to testing.call_on_thread go through callAsync: a JS callback can
+// only run on the JS thread, which must not be blocked in a synchronous call meanwhile (see
+// README).
 const ffi = require('..');
 
 class Failure extends Error {}
@@ -281,6 +282,7 @@ class CaseRun {
       case 'array': return this.own(new ffi.Array(body.map((item) => this.build(item))));
       case 'map':
         return this.own(new ffi.Map(body.map(([k, v]) => [this.build(k), this.build(v)])));
+      case 'shape': return ffi.shape(body);
       case 'ndarray': {
         const out = this.own(ffi.nd.empty(body.shape.map(Number), body.dtype));
         out.copyFrom(ndarrayBytes(body));
@@ -383,6 +385,18 @@ class CaseRun {
           }
           this.expect(v, item, args, `${path}[${show(k)}]`);
         }
+        break;
+      }
+      case 'shape': {
+        if (!(actual instanceof ffi.Shape) || !Array.isArray(actual)) fail('not an ffi.Shape');
+        if (actual.length !== body.length) fail(`size ${actual.length}`);
+        actual.forEach((d, i) => {
+          // numbers within +-(2^53-1), bigints only beyond
+          const safe = typeof d === 'number' && Number.isSafeInteger(d);
+          const big = typeof d === 'bigint' && (d > 9007199254740991n || d < -9007199254740991n);
+          if (!(safe || big)) fail(`dimension ${i} is ${typeof d} ${String(d)}`);
+          if (BigInt(d) !== BigInt(body[i])) fail(`dimension ${i} differs`);
+        });
         break;
       }
       case 'ndarray': {
