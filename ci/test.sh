@@ -46,6 +46,10 @@ ci/test-java.sh
 step "README snippets, run as a user would (C, Python, Rust, Node.js, Java)"
 ci/test-readme.sh
 
+step "packages (ci/package.sh: dist/ for x86_64 and aarch64; ci/test-packages.sh installs each one outside the repository)"
+ci/package.sh
+ci/test-packages.sh
+
 step "Spark scale-out (examples/digits-spark: the JVM and PySpark jobs in local[2])"
 ci/test-spark.sh
 

@@ -22,7 +22,15 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=build.rs");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let repo = manifest.join("../../..");
+    // The published crate carries the core's sources in polyffi_src/ (ci/package.sh), with the
+    // headers they need (nlohmann/json, dlpack) in polyffi_src/vendor; in the repository the
+    // core is three levels up.
+    let packaged = manifest.join("polyffi_src");
+    let repo = if packaged.join("CMakeLists.txt").exists() {
+        packaged
+    } else {
+        manifest.join("../../..")
+    };
     let mut include_dirs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = env::var_os("POLYFFI_INCLUDE_DIR") {
         include_dirs.push(PathBuf::from(dir));
@@ -43,6 +51,10 @@ fn main() {
     let repo_include = repo.join("c_api/include");
     if repo_include.join("polyffi/c_runtime_api.h").exists() {
         include_dirs.push(repo_include);
+    }
+    let vendor_include = repo.join("vendor/include");
+    if vendor_include.join("dlpack/dlpack.h").exists() {
+        include_dirs.push(vendor_include);
     }
     generate_bindings(&include_dirs);
 }
@@ -96,20 +108,29 @@ fn bundled(repo: &Path) -> Option<PathBuf> {
         "cargo:rerun-if-changed={}",
         repo.join("CMakeLists.txt").display()
     );
-    // libpolyffi_test_factory.so is copied from this TVM export (c_api/testing/CMakeLists.txt).
-    println!(
-        "cargo:rerun-if-changed={}",
-        repo.join("tests/tvm_models/tvm018/multi_io_b1/factory.so")
-            .display()
-    );
-    // The library, its test fixtures (libpolyffi_test_factory.so included: a target in `all`)
-    // and the example model; no gtest suites or benchmarks.
+    // libpolyffi_test_factory.so is copied from this TVM export (c_api/testing/CMakeLists.txt);
+    // the published crate has no fixtures.
+    let fixture = repo.join("tests/tvm_models/tvm018/multi_io_b1/factory.so");
+    if fixture.exists() {
+        println!("cargo:rerun-if-changed={}", fixture.display());
+    }
     let mut cfg = cmake::Config::new(repo);
     cfg.profile("Release")
         .define("POLYFFI_BUILD_TESTS", "OFF")
         .define("POLYFFI_BUILD_BENCH", "OFF")
-        .define("POLYFFI_BUILD_EXAMPLES", "ON")
         .build_target("all");
+    let vendor = repo.join("vendor");
+    if vendor.join("include/dlpack/dlpack.h").exists() {
+        // The published crate: only the library, with the vendored headers.
+        cfg.define("POLYFFI_BUILD_LIBRARY_ONLY", "ON")
+            .define("POLYFFI_INSTALL", "OFF")
+            .define("DLPACK_INCLUDE_DIR", vendor.join("include"))
+            .define("nlohmann_json_DIR", vendor.join("cmake/nlohmann_json"));
+    } else {
+        // The repository: the library, its test fixtures (libpolyffi_test_factory.so included: a
+        // target in `all`) and the example model; no gtest suites or benchmarks.
+        cfg.define("POLYFFI_BUILD_EXAMPLES", "ON");
+    }
     if env::var_os("CMAKE_GENERATOR").is_none() && which("ninja") {
         cfg.generator("Ninja");
     }

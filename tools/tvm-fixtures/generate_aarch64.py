@@ -1,0 +1,54 @@
+"""Cross-compile examples/digits' relax model for linux-aarch64 with TVM 0.27 (ci/test-packages.sh
+runs it from C under qemu-user against the aarch64 libpolyffi of dist/c).
+
+    tools/tvm-fixtures/tvm027.sh tools/tvm-fixtures/generate_aarch64.py [out_dir]
+
+out_dir defaults to tests/tvm_models/tvm027/aarch64. It writes digits.so: the same module as
+tests/tvm_models/tvm027/relax/digits.so (generate_tvm027.model_digits), built for the target
+{"kind": "llvm", "mtriple": "aarch64-linux-gnu"} and linked by Debian's aarch64-linux-gnu-g++,
+plus manifest.json (versions, target, sha256). TVM cannot run it here, so the reference outputs
+are the x86-64 fixture's, which TVM 0.27 computed from the same module and inputs: LLVM fuses
+multiply-adds on aarch64, so a run compares them with a tolerance, not byte for byte.
+"""
+
+import hashlib
+import json
+import pathlib
+import platform
+import sys
+
+import tvm
+from tvm import relax
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import generate_tvm027 as g  # noqa: E402
+
+TARGET_JSON = {"kind": "llvm", "mtriple": "aarch64-linux-gnu"}
+CC = "aarch64-linux-gnu-g++"
+
+
+def main():
+    out = (
+        pathlib.Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else g.ROOT / "tests/tvm_models/tvm027/aarch64"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    mod, _ = g.model_digits([1])
+    lib = out / "digits.so"
+    relax.build(mod, target=tvm.target.Target(TARGET_JSON)).export_library(str(lib), cc=CC)
+    manifest = {
+        "tvm_version": tvm.__version__,
+        "target": TARGET_JSON,
+        "linker": CC,
+        "generator": "tools/tvm-fixtures/generate_aarch64.py",
+        "python": platform.python_version(),
+        "reference": "tests/tvm_models/tvm027/relax/digits (b1_io.txt: TVM 0.27's x86-64 outputs)",
+        "sha256": {"digits.so": hashlib.sha256(lib.read_bytes()).hexdigest()},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"wrote {lib} ({lib.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()
