@@ -336,5 +336,36 @@ TEST(Libraries, NoPackedFunctionsFromALibraryWithoutTvmSymbols) {
   TVMModFree(dso);
 }
 
+// ---- relax VM builtins: a huge dimension count ------------------------------------------------
+
+// Issue 25's finding: make_shape (and match_shape) computed 2 + 2 * ndim for the error text,
+// a signed overflow for ndim = 6557241057451442176 (UBSan: undefined behaviour).
+TEST(RelaxBuiltins, HugeDimensionCountIsATypeErrorWithoutOverflow) {
+  const int64_t huge = 6557241057451442176;
+  Global make_shape("vm.builtin.make_shape");
+  Ret r = Call(make_shape.get(), {Handle(nullptr, kTVMNullptr), Int(huge)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error,
+            "TypeError: vm.builtin.make_shape: 6557241057451442176 dimensions need 2 + 2 * "
+            "6557241057451442176 arguments but got 2");
+  Ret neg = Call(make_shape.get(), {Handle(nullptr, kTVMNullptr), Int(INT64_MIN)});
+  EXPECT_EQ(neg.rc, -1);
+  EXPECT_EQ(neg.error.rfind("TypeError: vm.builtin.make_shape: -9223372036854775808 dimensions", 0),
+            0u)
+      << neg.error;
+  // match_shape(value, heap, ndim, ...): the same check with 3 + 2 * ndim.
+  int64_t dim = 2;
+  TVMArrayHandle t = nullptr;
+  ASSERT_EQ(TVMArrayAlloc(&dim, 1, kDLFloat, 32, 1, kDLCPU, 0, &t), 0);
+  Global match_shape("vm.builtin.match_shape");
+  Ret m = Call(match_shape.get(),
+               {Handle(t, kTVMNDArrayHandle), Handle(nullptr, kTVMNullptr), Int(huge)});
+  EXPECT_EQ(m.rc, -1);
+  EXPECT_EQ(m.error,
+            "TypeError: vm.builtin.match_shape: 6557241057451442176 dimensions need 3 + 2 "
+            "* 6557241057451442176 arguments but got 3");
+  TVMArrayFree(t);
+}
+
 }  // namespace
 }  // namespace hardening
