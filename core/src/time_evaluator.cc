@@ -137,7 +137,8 @@ POLYFFI_CORE_GLOBAL("cache_flush_cpu_non_first_arg", [](const Args& args, RetVal
     if ((code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) || !args.value(i).v_handle)
       continue;
     const DLTensor& t = *static_cast<const DLTensor*>(args.value(i).v_handle);
-    if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) continue;
+    // No data (an empty tensor may have none): nothing to flush, and no offset from NULL.
+    if (t.data == nullptr || DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) continue;
     FlushCache(static_cast<const char*>(t.data) + t.byte_offset, CompactBytes(t));
   }
   rv->SetNull();

@@ -367,5 +367,43 @@ TEST(RelaxBuiltins, HugeDimensionCountIsATypeErrorWithoutOverflow) {
   TVMArrayFree(t);
 }
 
+// ---- graph executor factory: a device type outside the enum
+// --------------------------------------
+
+// Found by fuzz_globals: factory.default(dev) read dev.device_type through the DLDeviceType
+// enum, undefined behaviour for a foreign value (UBSan -fsanitize=enum); it is read as int32
+// bits now and refused by the executor like any unknown device.
+TEST(GraphFactory, DeviceTypeOutsideTheEnumIsAnError) {
+  TVMModuleHandle lib = nullptr;
+  ASSERT_EQ(TVMModLoadFromFile(POLYFFI_LIB_DIR "/libpolyffi_test_factory.so", "", &lib), 0)
+      << TVMGetLastError();
+  TVMFunctionHandle make = nullptr;
+  ASSERT_EQ(TVMModGetFunction(lib, "default", 0, &make), 0);
+  ASSERT_NE(make, nullptr);
+  TVMValue dev;
+  const int32_t bits = static_cast<int32_t>(2909364069u);  // the fuzzer's value
+  std::memcpy(&dev.v_device.device_type, &bits, sizeof(bits));
+  dev.v_device.device_id = 0;
+  Ret r = Call(make, {abitests::Arg{dev, kDLDevice}});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("-1385603227"), std::string::npos) << r.error;
+  TVMFuncFree(make);
+  TVMModFree(lib);
+}
+
+// Found by fuzz_globals: cache_flush_cpu_non_first_arg computed data + byte_offset for an empty
+// tensor without data (UBSan: applying non-zero offset to null pointer).
+TEST(CacheFlush, EmptyTensorWithoutDataIsSkipped) {
+  int64_t shape[1] = {0};
+  DLTensor empty{nullptr, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 64};
+  float data[16] = {};
+  int64_t n = 16;
+  DLTensor full{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret r = Call(flush.get(),
+               {Int(0), Handle(&empty, kTVMDLTensorHandle), Handle(&full, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, 0) << r.error;
+}
+
 }  // namespace
 }  // namespace hardening
