@@ -388,7 +388,15 @@ DLTensor* HostileTensor(Pool* p, FuzzedDataProvider& in, Scratch& s) {
   }
   // Otherwise it must fit: element offsets [lo, hi] times the element size, plus the offset.
   bool fits = numel == 0 ? t.byte_offset <= avail : false;
-  if (numel > 0 && t.data != nullptr) {
+  // A dim or a stride beyond the buffer cannot fit (and would overflow the sums below).
+  bool bounded = numel > 0 && t.data != nullptr;
+  for (int i = 0; i < given && bounded; ++i) {
+    const int64_t st = t.strides != nullptr ? t.strides[i] : 0;
+    bounded = shape[i] <= static_cast<int64_t>(kBufBytes) &&
+              (shape[i] == 1 ||
+               (st >= -static_cast<int64_t>(kBufBytes) && st <= static_cast<int64_t>(kBufBytes)));
+  }
+  if (bounded) {
     const int64_t elem = (int64_t{t.dtype.bits} * t.dtype.lanes + 7) / 8;
     __int128 lo = 0, hi = 0;
     __int128 stride = 1;
