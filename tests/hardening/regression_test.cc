@@ -405,5 +405,18 @@ TEST(CacheFlush, EmptyTensorWithoutDataIsSkipped) {
   EXPECT_EQ(r.rc, 0) << r.error;
 }
 
+// Found by fuzz_globals (long run): a caller's DLTensor with a negative ndim counted as one
+// element (CheckedBytes looped over no dims), so cache_flush_cpu_non_first_arg read at
+// data + byte_offset (here 2^63: SEGV). A negative ndim is a ValueError wherever sizes are taken.
+TEST(CacheFlush, NegativeNdimIsAValueError) {
+  float data[4] = {};
+  int64_t shape[1] = {4};
+  DLTensor bad{data, {kDLCPU, 0}, -1, {kDLFloat, 32, 1}, shape, nullptr, 1ULL << 63};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret r = Call(flush.get(), {Int(0), Handle(&bad, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error, "ValueError: negative ndim -1");
+}
+
 }  // namespace
 }  // namespace hardening
