@@ -418,5 +418,24 @@ TEST(CacheFlush, NegativeNdimIsAValueError) {
   EXPECT_EQ(r.error, "ValueError: negative ndim -1");
 }
 
+// Found by fuzz_globals (long run): a tensor of zero bytes (a 0-bit dtype) with a byte offset of
+// 2^64 - 1 still had data + byte_offset computed (UBSan: pointer overflow); zero bytes are
+// skipped, and an offset that wraps the pointer is a ValueError.
+TEST(CacheFlush, WrappingByteOffsetIsRefused) {
+  float data[4] = {};
+  int64_t shape[1] = {4};
+  DLTensor zero_bits{data, {kDLCPU, 0}, 1, {kDLFloat, 0, 1}, shape, nullptr, UINT64_MAX};
+  DLTensor wraps{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, UINT64_MAX};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret ok = Call(flush.get(), {Int(0), Handle(&zero_bits, kTVMDLTensorHandle)});
+  EXPECT_EQ(ok.rc, 0) << ok.error;
+  Ret r = Call(flush.get(), {Int(0), Handle(&wraps, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("ValueError: cache_flush_cpu_non_first_arg: argument 1's byte_offset "
+                         "18446744073709551615 wraps its data pointer"),
+            std::string::npos)
+      << r.error;
+}
+
 }  // namespace
 }  // namespace hardening
