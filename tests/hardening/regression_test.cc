@@ -437,5 +437,33 @@ TEST(CacheFlush, WrappingByteOffsetIsRefused) {
       << r.error;
 }
 
+// ---- relax VM: a borrowed tensor without data ---------------------------------------------------
+
+// Found by fuzz_globals (long run): the VM's set_input copied a caller's DLTensor of 4 floats
+// whose data was NULL (UBSan: null pointer passed to memcpy). Now a ValueError.
+TEST(RelaxSetInput, TensorWithElementsButNoDataIsAValueError) {
+  TVMModuleHandle exe = nullptr;
+  ASSERT_EQ(TVMModLoadFromFile(POLYFFI_LIB_DIR "/libpolyffi_test_relax.so", "", &exe), 0)
+      << TVMGetLastError();
+  TVMFunctionHandle load = nullptr, init = nullptr, set_input = nullptr;
+  ASSERT_EQ(TVMModGetFunction(exe, "vm_load_executable", 0, &load), 0);
+  Ret vm = Call(load);
+  ASSERT_EQ(vm.rc, 0) << vm.error;
+  ASSERT_EQ(TVMModGetFunction(vm.value.v_handle, "vm_initialization", 0, &init), 0);
+  Ret r = Call(init, {Int(kDLCPU), Int(0), Int(2)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(TVMModGetFunction(vm.value.v_handle, "set_input", 0, &set_input), 0);
+  int64_t shape[2] = {1, 4};
+  DLTensor no_data{nullptr, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  Ret s = Call(set_input, {Str("forward"), Handle(&no_data, kTVMDLTensorHandle),
+                           Handle(&no_data, kTVMDLTensorHandle)});
+  EXPECT_EQ(s.rc, -1);
+  EXPECT_EQ(s.error.rfind("ValueError: set_input: a tensor of 16 bytes has no data (NULL)", 0), 0u)
+      << s.error;
+  for (TVMFunctionHandle f : {load, init, set_input}) TVMFuncFree(f);
+  TVMModFree(vm.value.v_handle);
+  TVMModFree(exe);
+}
+
 }  // namespace
 }  // namespace hardening
