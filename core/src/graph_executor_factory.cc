@@ -180,7 +180,7 @@ class GraphExecutorFactory final : public ModuleObj {
     for (int i = 0; i < args.size(); ++i) {
       if (args.code(i) != kDLDevice) args.Mismatch(i, "Device");
       DLDevice dev = args.value(i).v_device;
-      values[2 + 2 * i].v_int64 = dev.device_type;
+      values[2 + 2 * i].v_int64 = DeviceTypeOf(dev);  // any int32 bits: not read as the enum
       values[3 + 2 * i].v_int64 = dev.device_id;
       codes[2 + 2 * i] = codes[3 + 2 * i] = kTVMArgInt;
     }

@@ -31,6 +31,7 @@ bool IsCompact(const DLTensor& t) {
 
 size_t CheckedBytes(const int64_t* shape, int ndim, DLDataType t) {
   // Bounded by PTRDIFF_MAX so that data + byte_offset + size stays a valid pointer difference.
+  if (ndim < 0) Throw("ValueError", "negative ndim ", ndim);
   uint64_t n = ElementBytes(t);
   for (int i = 0; i < ndim; ++i) {
     if (shape[i] < 0) Throw("ValueError", "negative dimension ", shape[i], " in shape");

@@ -137,8 +137,16 @@ POLYFFI_CORE_GLOBAL("cache_flush_cpu_non_first_arg", [](const Args& args, RetVal
     if ((code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) || !args.value(i).v_handle)
       continue;
     const DLTensor& t = *static_cast<const DLTensor*>(args.value(i).v_handle);
-    if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) continue;
-    FlushCache(static_cast<const char*>(t.data) + t.byte_offset, CompactBytes(t));
+    // No data (an empty tensor may have none): nothing to flush, and no offset from NULL.
+    if (t.data == nullptr || DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) continue;
+    const size_t n = CompactBytes(t);
+    if (n == 0) continue;
+    uintptr_t first;
+    if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &first)) {
+      Throw("ValueError", "cache_flush_cpu_non_first_arg: argument ", i, "'s byte_offset ",
+            t.byte_offset, " wraps its data pointer");
+    }
+    FlushCache(reinterpret_cast<const void*>(first), n);
   }
   rv->SetNull();
 });

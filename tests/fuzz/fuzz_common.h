@@ -80,7 +80,7 @@ inline void ReleaseReturn(TVMValue v, int code) {
       // Plain values only: no other code may come back from a call.
       FUZZ_CHECK(code == kTVMArgInt || code == kTVMArgFloat || code == kTVMArgBool ||
                  code == kTVMNullptr || code == kTVMOpaqueHandle || code == kDLDevice ||
-                 code == kTVMDLTensorHandle);
+                 code == kTVMDataType || code == kTVMDLTensorHandle);
   }
 }
 

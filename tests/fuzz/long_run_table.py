@@ -12,7 +12,8 @@ import os
 import re
 import sys
 
-TARGETS = ["graph_json", "params", "dtype", "args", "dlpack", "module_blob"]
+TARGETS = ["graph_json", "params", "dtype", "args", "dlpack", "module_blob", "library_bin",
+           "relax_exec", "globals"]
 
 
 def when(text, word):

@@ -132,7 +132,7 @@ def dtype_seeds():
     write("dtype", "raw_handle32", bytes([3, 32, 1, 0]))
 
 
-# ---- args / dlpack: FuzzedDataProvider byte streams -------------------------------------------
+# ---- args / dlpack / globals: FuzzedDataProvider byte streams ---------------------------------
 
 def stream_seeds():
     import random
@@ -144,6 +144,9 @@ def stream_seeds():
         write("args", f"random_{i:02d}", noise(8, 96))
     for i in range(16):
         write("dlpack", f"random_{i:02d}", noise(8, 80))
+    # fuzz_globals: longer streams (a callee index, then up to 7 arguments, up to 4 calls).
+    for i in range(32):
+        write("globals", f"random_{i:02d}", noise(16, 256))
 
 
 # ---- library_bin: __tvm_ffi__library_bin of TVM 0.27 exports, and hand-made trees -------------

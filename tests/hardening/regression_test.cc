@@ -336,5 +336,134 @@ TEST(Libraries, NoPackedFunctionsFromALibraryWithoutTvmSymbols) {
   TVMModFree(dso);
 }
 
+// ---- relax VM builtins: a huge dimension count ------------------------------------------------
+
+// Issue 25's finding: make_shape (and match_shape) computed 2 + 2 * ndim for the error text,
+// a signed overflow for ndim = 6557241057451442176 (UBSan: undefined behaviour).
+TEST(RelaxBuiltins, HugeDimensionCountIsATypeErrorWithoutOverflow) {
+  const int64_t huge = 6557241057451442176;
+  Global make_shape("vm.builtin.make_shape");
+  Ret r = Call(make_shape.get(), {Handle(nullptr, kTVMNullptr), Int(huge)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error,
+            "TypeError: vm.builtin.make_shape: 6557241057451442176 dimensions need 2 + 2 * "
+            "6557241057451442176 arguments but got 2");
+  Ret neg = Call(make_shape.get(), {Handle(nullptr, kTVMNullptr), Int(INT64_MIN)});
+  EXPECT_EQ(neg.rc, -1);
+  EXPECT_EQ(neg.error.rfind("TypeError: vm.builtin.make_shape: -9223372036854775808 dimensions", 0),
+            0u)
+      << neg.error;
+  // match_shape(value, heap, ndim, ...): the same check with 3 + 2 * ndim.
+  int64_t dim = 2;
+  TVMArrayHandle t = nullptr;
+  ASSERT_EQ(TVMArrayAlloc(&dim, 1, kDLFloat, 32, 1, kDLCPU, 0, &t), 0);
+  Global match_shape("vm.builtin.match_shape");
+  Ret m = Call(match_shape.get(),
+               {Handle(t, kTVMNDArrayHandle), Handle(nullptr, kTVMNullptr), Int(huge)});
+  EXPECT_EQ(m.rc, -1);
+  EXPECT_EQ(m.error,
+            "TypeError: vm.builtin.match_shape: 6557241057451442176 dimensions need 3 + 2 "
+            "* 6557241057451442176 arguments but got 3");
+  TVMArrayFree(t);
+}
+
+// ---- graph executor factory: a device type outside the enum
+// --------------------------------------
+
+// Found by fuzz_globals: factory.default(dev) read dev.device_type through the DLDeviceType
+// enum, undefined behaviour for a foreign value (UBSan -fsanitize=enum); it is read as int32
+// bits now and refused by the executor like any unknown device.
+TEST(GraphFactory, DeviceTypeOutsideTheEnumIsAnError) {
+  TVMModuleHandle lib = nullptr;
+  ASSERT_EQ(TVMModLoadFromFile(POLYFFI_LIB_DIR "/libpolyffi_test_factory.so", "", &lib), 0)
+      << TVMGetLastError();
+  TVMFunctionHandle make = nullptr;
+  ASSERT_EQ(TVMModGetFunction(lib, "default", 0, &make), 0);
+  ASSERT_NE(make, nullptr);
+  TVMValue dev;
+  const int32_t bits = static_cast<int32_t>(2909364069u);  // the fuzzer's value
+  std::memcpy(&dev.v_device.device_type, &bits, sizeof(bits));
+  dev.v_device.device_id = 0;
+  Ret r = Call(make, {abitests::Arg{dev, kDLDevice}});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("-1385603227"), std::string::npos) << r.error;
+  TVMFuncFree(make);
+  TVMModFree(lib);
+}
+
+// Found by fuzz_globals: cache_flush_cpu_non_first_arg computed data + byte_offset for an empty
+// tensor without data (UBSan: applying non-zero offset to null pointer).
+TEST(CacheFlush, EmptyTensorWithoutDataIsSkipped) {
+  int64_t shape[1] = {0};
+  DLTensor empty{nullptr, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 64};
+  float data[16] = {};
+  int64_t n = 16;
+  DLTensor full{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret r = Call(flush.get(),
+               {Int(0), Handle(&empty, kTVMDLTensorHandle), Handle(&full, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, 0) << r.error;
+}
+
+// Found by fuzz_globals (long run): a caller's DLTensor with a negative ndim counted as one
+// element (CheckedBytes looped over no dims), so cache_flush_cpu_non_first_arg read at
+// data + byte_offset (here 2^63: SEGV). A negative ndim is a ValueError wherever sizes are taken.
+TEST(CacheFlush, NegativeNdimIsAValueError) {
+  float data[4] = {};
+  int64_t shape[1] = {4};
+  DLTensor bad{data, {kDLCPU, 0}, -1, {kDLFloat, 32, 1}, shape, nullptr, 1ULL << 63};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret r = Call(flush.get(), {Int(0), Handle(&bad, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error, "ValueError: negative ndim -1");
+}
+
+// Found by fuzz_globals (long run): a tensor of zero bytes (a 0-bit dtype) with a byte offset of
+// 2^64 - 1 still had data + byte_offset computed (UBSan: pointer overflow); zero bytes are
+// skipped, and an offset that wraps the pointer is a ValueError.
+TEST(CacheFlush, WrappingByteOffsetIsRefused) {
+  float data[4] = {};
+  int64_t shape[1] = {4};
+  DLTensor zero_bits{data, {kDLCPU, 0}, 1, {kDLFloat, 0, 1}, shape, nullptr, UINT64_MAX};
+  DLTensor wraps{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, UINT64_MAX};
+  Global flush("cache_flush_cpu_non_first_arg");
+  Ret ok = Call(flush.get(), {Int(0), Handle(&zero_bits, kTVMDLTensorHandle)});
+  EXPECT_EQ(ok.rc, 0) << ok.error;
+  Ret r = Call(flush.get(), {Int(0), Handle(&wraps, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("ValueError: cache_flush_cpu_non_first_arg: argument 1's byte_offset "
+                         "18446744073709551615 wraps its data pointer"),
+            std::string::npos)
+      << r.error;
+}
+
+// ---- relax VM: a borrowed tensor without data ---------------------------------------------------
+
+// Found by fuzz_globals (long run): the VM's set_input copied a caller's DLTensor of 4 floats
+// whose data was NULL (UBSan: null pointer passed to memcpy). Now a ValueError.
+TEST(RelaxSetInput, TensorWithElementsButNoDataIsAValueError) {
+  TVMModuleHandle exe = nullptr;
+  ASSERT_EQ(TVMModLoadFromFile(POLYFFI_LIB_DIR "/libpolyffi_test_relax.so", "", &exe), 0)
+      << TVMGetLastError();
+  TVMFunctionHandle load = nullptr, init = nullptr, set_input = nullptr;
+  ASSERT_EQ(TVMModGetFunction(exe, "vm_load_executable", 0, &load), 0);
+  Ret vm = Call(load);
+  ASSERT_EQ(vm.rc, 0) << vm.error;
+  ASSERT_EQ(TVMModGetFunction(vm.value.v_handle, "vm_initialization", 0, &init), 0);
+  Ret r = Call(init, {Int(kDLCPU), Int(0), Int(2)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(TVMModGetFunction(vm.value.v_handle, "set_input", 0, &set_input), 0);
+  int64_t shape[2] = {1, 4};
+  DLTensor no_data{nullptr, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  Ret s = Call(set_input, {Str("forward"), Handle(&no_data, kTVMDLTensorHandle),
+                           Handle(&no_data, kTVMDLTensorHandle)});
+  EXPECT_EQ(s.rc, -1);
+  EXPECT_EQ(s.error.rfind("ValueError: set_input: a tensor of 16 bytes has no data (NULL)", 0), 0u)
+      << s.error;
+  for (TVMFunctionHandle f : {load, init, set_input}) TVMFuncFree(f);
+  TVMModFree(vm.value.v_handle);
+  TVMModFree(exe);
+}
+
 }  // namespace
 }  // namespace hardening

@@ -3,7 +3,7 @@
 // that npm picked through optionalDependencies (@polyffi/linux-x64-gnu, ...: polyffi.node and
 // libpolyffi.so side by side); otherwise build/polyffi.node, built at install time from the
 // package's own sources (or in the repository against its libpolyffi). The addon checks the
-// runtime's major version on load and throws naming both versions.
+// runtime's major version and ABI digest on load and throws naming both sides.
 const path = require('node:path');
 
 /** The npm platform package for this machine, or null (musl, or a platform without one). */
@@ -31,6 +31,8 @@ function load() {
   try {
     return { native: require(file), addonPath: file };
   } catch (e) {
+    // A library with another ABI digest: the addon's own error, naming both digests.
+    if (e && e.code === 'POLYFFI_ABI_MISMATCH') throw e;
     tried.push(`${file}: ${e.message}`);
     const err = new Error(
       `polyffi: cannot load the addon (tried ${tried.join('; ')}); reinstall polyffi ` +

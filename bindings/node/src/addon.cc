@@ -17,8 +17,13 @@ napi_value Get(napi_env env, napi_ref ref) {
 }
 
 static void DeleteInstance(napi_env env, void* data, void*) {
-  // References belong to the environment being torn down; only the struct is ours to free.
-  delete static_cast<Instance*>(data);
+  // References belong to the environment being torn down; only the structs are ours to free.
+  // Node runs the wrappers' finalizers before this one, so every PackedFunc slot is free.
+  auto* inst = static_cast<Instance*>(data);
+  if (inst->free_fn_slots.size() == inst->fn_slots.size()) {
+    for (Ref* ref : inst->fn_slots) delete ref;
+  }
+  delete inst;
 }
 
 static napi_ref RefTo(Napi::Object from, const char* name) {

@@ -47,6 +47,9 @@ struct Ref {
   int pins = 0;
   bool disposed = false;
   void* pending = nullptr;  // disposed while pinned: freed by the last Unpin
+  // PackedFuncs only: the Ref's slot in Instance::fn_slots and its generation (see function.cc).
+  uint32_t slot = 0;
+  uint32_t gen = 0;
 };
 
 extern const napi_type_tag kHandleTag;
@@ -99,6 +102,13 @@ struct Instance {
   std::string stash_text;
   int64_t string_tindex = -2;  // type index of runtime.String (-2: unknown yet, -1: none)
   int64_t shape_tindex = -2;   // type index of runtime.ShapeTuple (the same convention)
+  // PackedFuncs (function.cc): each is callPacked bound to a (slot, generation) token, and its
+  // Ref lives in fn_slots[slot]; dispose() recycles the slot at once (generation + 1), so that
+  // convert + dispose leaves no native finalizer for Node to run later.
+  napi_ref call_packed = nullptr;  // the one native function every PackedFunc is bound from
+  napi_ref bind = nullptr;         // Function.prototype.bind
+  std::vector<Ref*> fn_slots;
+  std::vector<uint32_t> free_fn_slots;
 };
 
 Instance* GetInstance(napi_env env);

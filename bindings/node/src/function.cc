@@ -32,11 +32,71 @@ void Unpin(Ref* ref) {
   }
 }
 
+// ---- PackedFunc slots
+// A PackedFunc is the one native callPacked bound to a number, its token: slot * 2^32 +
+// generation. Its Ref lives in inst->fn_slots[slot] and is recycled (generation + 1) when the
+// function is disposed or collected; a token whose generation is stale is a disposed function.
+// So dispose() frees everything at once: no per-function native data outlives it, and nothing
+// is left for Node's deferred finalizers (which run only when the event loop turns, so that a
+// synchronous loop of convert + dispose used to grow without bound).
+
+constexpr uint32_t kMaxFnSlots = 1u << 20;  // tokens stay below 2^52: exact as JS numbers
+
+static Ref* TakeFnSlot(Instance* inst) {
+  if (!inst->free_fn_slots.empty()) {
+    Ref* ref = inst->fn_slots[inst->free_fn_slots.back()];
+    inst->free_fn_slots.pop_back();
+    return ref;
+  }
+  if (inst->fn_slots.size() >= kMaxFnSlots) return nullptr;
+  auto* ref = new Ref{nullptr, kTVMPackedFuncHandle, inst};
+  ref->slot = static_cast<uint32_t>(inst->fn_slots.size());
+  inst->fn_slots.push_back(ref);
+  return ref;
+}
+
+static void ReleaseFnSlot(Ref* ref) {
+  ref->handle = nullptr;
+  ref->disposed = true;
+  ref->pins = 0;
+  ref->pending = nullptr;
+  ++ref->gen;
+  ref->inst->free_fn_slots.push_back(ref->slot);
+}
+
+// Frees a Ref nothing references any more (its wrapper is gone or unwrapped).
+static void DropRef(Ref* ref) {
+  Instance* inst = ref->inst;
+  if (ref->code == kTVMPackedFuncHandle && inst != nullptr && ref->slot < inst->fn_slots.size() &&
+      inst->fn_slots[ref->slot] == ref) {
+    ReleaseFnSlot(ref);
+  } else {
+    delete ref;
+  }
+}
+
 static void FinalizeRef(napi_env, void* data, void*) {
   auto* ref = static_cast<Ref*>(data);
   // Pinned refs are reachable (their callAsync holds a reference), so pins are 0 here.
   if (ref->handle != nullptr) FreeHandle(ref->handle, ref->code);
-  delete ref;
+  DropRef(ref);
+}
+
+// What a disposed wrapper (tagged, no longer wrapped) stands for: a Ref with no handle, of the
+// wrapper's kind, so that every use reports "used after dispose()".
+static Ref* DisposedRef(napi_env env, napi_value v) {
+  static Ref kFunction{nullptr, kTVMPackedFuncHandle, nullptr, 0, true};
+  static Ref kModule{nullptr, kTVMModuleHandle, nullptr, 0, true};
+  static Ref kNDArray{nullptr, kTVMNDArrayHandle, nullptr, 0, true};
+  static Ref kObject{nullptr, kTVMObjectHandle, nullptr, 0, true};
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, v, &t);
+  if (t == napi_function) return &kFunction;
+  Instance* inst = GetInstance(env);
+  bool is = false;
+  if (napi_instanceof(env, v, Get(env, inst->cls_module), &is) == napi_ok && is) return &kModule;
+  if (napi_instanceof(env, v, Get(env, inst->cls_ndarray), &is) == napi_ok && is) return &kNDArray;
+  return &kObject;
 }
 
 Ref* RefOf(napi_env env, napi_value v) {
@@ -45,7 +105,7 @@ Ref* RefOf(napi_env env, napi_value v) {
     return nullptr;
   }
   void* data = nullptr;
-  if (napi_unwrap(env, v, &data) != napi_ok) return nullptr;
+  if (POLYFFI_UNLIKELY(napi_unwrap(env, v, &data) != napi_ok)) return DisposedRef(env, v);
   return static_cast<Ref*>(data);
 }
 
@@ -158,18 +218,28 @@ static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info i
                                               size_t argc) {
   std::vector<napi_value> argv(argc);
   napi_get_cb_info(env, info, &argc, argv.data(), nullptr, nullptr);
-  return Invoke(env, ref, argc, argv.data());
+  return Invoke(env, ref, argc - 1, argv.data() + 1);
 }
 
+// Every PackedFunc's body: argv[0] is the bound token, the caller's arguments follow.
 static napi_value CallPacked(napi_env env, napi_callback_info info) {
-  constexpr size_t kInline = 4;
+  constexpr size_t kInline = 5;
   size_t argc = kInline;
   napi_value argv[kInline];
   void* data = nullptr;
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
-  auto* ref = static_cast<Ref*>(data);
+  auto* inst = static_cast<Instance*>(data);
+  int64_t token = -1;
+  if (POLYFFI_UNLIKELY(argc == 0 || napi_get_value_int64(env, argv[0], &token) != napi_ok)) {
+    return ThrowType(env, "polyffi: not a PackedFunc call");
+  }
+  const uint64_t slot = static_cast<uint64_t>(token) >> 32;
+  Ref* ref = slot < inst->fn_slots.size() ? inst->fn_slots[slot] : nullptr;
+  if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token))) {
+    return UseAfterDispose(env, inst);
+  }
   if (POLYFFI_UNLIKELY(argc > kInline)) return InvokeMany(env, info, ref, argc);
-  return Invoke(env, ref, argc, argv);
+  return Invoke(env, ref, argc - 1, argv + 1);
 }
 
 napi_value MakePackedFunc(Instance* inst, void* handle) {
@@ -179,17 +249,36 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
     napi_get_null(env, &null);
     return null;
   }
-  auto* ref = new Ref{handle, kTVMPackedFuncHandle, inst};
-  napi_value fn;
-  if (!CheckStatus(
-          env, napi_create_function(env, "packedFunc", NAPI_AUTO_LENGTH, CallPacked, ref, &fn))) {
+  if (inst->call_packed == nullptr) {
+    napi_value call, bind, fn_proto, fn_ctor, global;
+    napi_create_function(env, "packedFunc", NAPI_AUTO_LENGTH, CallPacked, inst, &call);
+    napi_create_reference(env, call, 1, &inst->call_packed);
+    napi_get_global(env, &global);
+    napi_get_named_property(env, global, "Function", &fn_ctor);
+    napi_get_named_property(env, fn_ctor, "prototype", &fn_proto);
+    napi_get_named_property(env, fn_proto, "bind", &bind);
+    napi_create_reference(env, bind, 1, &inst->bind);
+  }
+  Ref* ref = TakeFnSlot(inst);
+  if (ref == nullptr) {
     TVMFuncFree(handle);
-    delete ref;
+    return ThrowRange(env, "polyffi: too many live PackedFuncs (2^20); dispose() some");
+  }
+  ref->handle = handle;
+  ref->disposed = false;
+  napi_value fn, bind_args[2];
+  napi_get_undefined(env, &bind_args[0]);
+  napi_create_int64(env, static_cast<int64_t>((uint64_t{ref->slot} << 32) | ref->gen),
+                    &bind_args[1]);
+  if (!CheckStatus(env, napi_call_function(env, Get(env, inst->call_packed), Get(env, inst->bind),
+                                           2, bind_args, &fn))) {
+    TVMFuncFree(handle);
+    ReleaseFnSlot(ref);
     return nullptr;
   }
   if (!CheckStatus(env, napi_wrap(env, fn, ref, FinalizeRef, nullptr, nullptr))) {
     TVMFuncFree(handle);
-    delete ref;
+    ReleaseFnSlot(ref);
     return nullptr;
   }
   napi_type_tag_object(env, fn, &kHandleTag);
@@ -304,14 +393,21 @@ static napi_value CallAsync(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-// native.dispose(x): release the handle now; later use is an error.
+// native.dispose(x): release the handle now; later use is an error. Unless a callAsync still
+// pins it (or it is a view lent to a callback), the wrapper is also unwrapped and its Ref freed
+// here: the wrapper is then plain garbage, with no finalizer left for Node to run later.
 static napi_value Dispose(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value v;
   napi_get_cb_info(env, info, &argc, &v, nullptr, nullptr);
   Ref* ref = argc == 1 ? RefOf(env, v) : nullptr;
   if (ref == nullptr) return ThrowType(env, "polyffi: dispose() needs a polyffi handle");
+  if (ref->disposed) return nullptr;
   DisposeRef(ref);
+  if (ref->pins == 0 && ref->code != kTVMDLTensorHandle &&
+      napi_remove_wrap(env, v, nullptr) == napi_ok) {
+    DropRef(ref);
+  }
   return nullptr;
 }
 

@@ -1,5 +1,6 @@
 // Library: the handshake with the loaded libpolyffi (found through the addon's RPATH, set at
 // build time to the repository's build/lib or POLYFFI_LIB_DIR).
+#include <cstring>
 #include <string>
 
 #include "common.h"
@@ -22,7 +23,20 @@ void InitLibrary(Napi::Env env, Napi::Object exports) {
         .ThrowAsJavaScriptException();
     return;
   }
+  // The ABI digest: same declarations and struct layouts on both sides, or no addon.
+  const char* digest = nullptr;
+  if (TVMAPIGetAbiDigest(&digest) != 0 || digest == nullptr ||
+      std::strcmp(digest, POLYFFI_ABI_DIGEST) != 0) {
+    Napi::Error err = Napi::Error::New(
+        env, "polyffi: ABI mismatch: this addon was built against libpolyffi " POLYFFI_VERSION
+             " with ABI digest " POLYFFI_ABI_DIGEST ", but the loaded libpolyffi " +
+                 RuntimeVersion() + " has ABI digest " + (digest != nullptr ? digest : "(none)"));
+    err.Set("code", Napi::String::New(env, "POLYFFI_ABI_MISMATCH"));
+    err.ThrowAsJavaScriptException();
+    return;
+  }
   exports.Set("addonVersion", Napi::String::New(env, POLYFFI_VERSION));
+  exports.Set("abiDigest", Napi::String::New(env, POLYFFI_ABI_DIGEST));
   exports.Set("runtimeVersion", Napi::Function::New(
                                     env,
                                     [](const Napi::CallbackInfo& info) -> Napi::Value {

@@ -53,6 +53,23 @@ typedef int64_t tvm_index_t;
  */
 TVM_DLL int TVMAPIGetVersion(int* major, int* minor, int* patch);
 
+/*!
+ * \brief Digest of the C ABI these headers declare: SHA-256 (hex) of the declarations of
+ *  c_runtime_api.h and c_backend_api.h without comments or version macros, plus the size,
+ *  alignment and field offsets of every public struct. A test of the build
+ *  (c_api/tests/abi_digest) recomputes it, so it changes whenever a declaration or a layout does.
+ */
+#define POLYFFI_ABI_DIGEST "4edbb0b47f05593b1d31d2c2539cf54f4827d296c4c9b69aac7de39d7f1cce83"
+
+/*!
+ * \brief The ABI digest the loaded libpolyffi was built with. Bindings compare it with the
+ *  POLYFFI_ABI_DIGEST they were compiled against, at load, and refuse a library whose digest
+ *  differs (the version number alone does not catch a struct that grew).
+ * \param out receives a static NUL-terminated string (valid for the life of the library).
+ * \return 0, or -1 when out is NULL.
+ */
+TVM_DLL int TVMAPIGetAbiDigest(const char** out);
+
 /* ---- Errors -------------------------------------------------------------------------------- */
 
 /*!

@@ -25,16 +25,25 @@ struct TypeIndex {
   };
 };
 
+/*! \brief Live-object counters (live_objects.cc, read by runtime.LiveObjectCount): one per type
+ *  index below kLiveObjectSlots; larger indices share the last slot. */
+constexpr uint32_t kLiveObjectSlots = 128;
+extern std::atomic<int64_t> g_live_objects[kLiveObjectSlots];
+inline void CountLiveObject(uint32_t type_index, int64_t delta) {
+  g_live_objects[type_index < kLiveObjectSlots ? type_index : kLiveObjectSlots - 1].fetch_add(
+      delta, std::memory_order_relaxed);
+}
+
 /*!
  * \brief Base of every runtime object. Handles crossing the C ABI are Object* (an NDArray's is
  *  the DLTensor* inside it). The count starts at 1: whoever creates an object owns it.
  */
 class Object {
  public:
-  explicit Object(uint32_t type_index) : type_index_(type_index) {}
+  explicit Object(uint32_t type_index) : type_index_(type_index) { CountLiveObject(type_index, 1); }
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
-  virtual ~Object() = default;
+  virtual ~Object() { CountLiveObject(type_index_, -1); }
 
   uint32_t type_index() const { return type_index_; }
   int32_t use_count() const { return ref_count_.load(std::memory_order_relaxed); }

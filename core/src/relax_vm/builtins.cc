@@ -140,7 +140,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.match_shape", [](const Args& args, RetValue*) {
   Heap heap = HeapArg(args, 1);
   int64_t size = IntArg(args, 2);
   if (size < 0 || size > (args.size() - 3) / 2) {
-    Throw("TypeError", args.fname(), ": ", size, " dimensions need ", 3 + 2 * size,
+    // Worded without computing 3 + 2 * size: a huge size overflows int64.
+    Throw("TypeError", args.fname(), ": ", size, " dimensions need 3 + 2 * ", size,
           " arguments but got ", args.size());
   }
   const int ctx = static_cast<int>(3 + size * 2);
@@ -214,7 +215,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.make_shape", [](const Args& args, RetValue* rv) 
   Heap heap = HeapArg(args, 0);
   int64_t size = IntArg(args, 1);
   if (size < 0 || size > (args.size() - 2) / 2) {
-    Throw("TypeError", args.fname(), ": ", size, " dimensions need ", 2 + 2 * size,
+    Throw("TypeError", args.fname(), ": ", size, " dimensions need 2 + 2 * ", size,
           " arguments but got ", args.size());
   }
   auto shape = MakeObject<ShapeObj>(static_cast<size_t>(size));

@@ -372,6 +372,9 @@ void VirtualMachine::ConvertArg(TVMValue v, int code, RetValue* out) {
             " cannot be read by this CPU runtime");
     }
     size_t nbytes = CompactBytes(src);
+    if (nbytes != 0 && src.data == nullptr) {
+      Throw("ValueError", "set_input: a tensor of ", nbytes, " bytes has no data (NULL)");
+    }
     auto dst = NDArrayObj::Empty(std::vector<int64_t>(src.shape, src.shape + src.ndim), src.dtype,
                                  devices[0]);
     if (nbytes != 0) {

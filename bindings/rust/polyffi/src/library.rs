@@ -1,6 +1,8 @@
-//! Finding the runtime and the version handshake. libpolyffi is linked by polyffi-sys (see its
-//! build script for where it is looked up); the first use of the API compares the loaded
-//! library's major version with the one this crate was built against, once per process.
+//! Finding the runtime and the handshake. libpolyffi is linked by polyffi-sys (see its build
+//! script for where it is looked up); the first use of the API compares the loaded library's
+//! major version and ABI digest (declarations and struct layouts of the C headers) with the ones
+//! this crate was built against, once per process.
+use std::ffi::CStr;
 use std::sync::OnceLock;
 
 use crate::errors::{Error, Result};
@@ -29,13 +31,54 @@ pub fn check_version(built: (u32, u32, u32), loaded: (i32, i32, i32)) -> Result<
     ))
 }
 
+/// `POLYFFI_ABI_DIGEST` of the C headers this crate was compiled against.
+pub fn built_abi_digest() -> &'static str {
+    CStr::from_bytes_with_nul(polyffi_sys::POLYFFI_ABI_DIGEST)
+        .ok()
+        .and_then(|c| c.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Compares the loaded library's ABI digest with the headers' one: they must be equal.
+pub fn check_abi_digest(built: &str, loaded: &str, loaded_version: (i32, i32, i32)) -> Result<()> {
+    if built == loaded {
+        return Ok(());
+    }
+    let b = BUILT_VERSION;
+    let l = loaded_version;
+    Err(Error::new(
+        "RuntimeError",
+        format!(
+            "polyffi ABI mismatch: the Rust binding was built against libpolyffi {}.{}.{} with ABI \
+             digest {built}, but the loaded libpolyffi {}.{}.{} has ABI digest {loaded}",
+            b.0, b.1, b.2, l.0, l.1, l.2
+        ),
+    ))
+}
+
+/// The loaded libpolyffi's ABI digest (`TVMAPIGetAbiDigest`).
+fn loaded_abi_digest() -> String {
+    let mut out: *const std::os::raw::c_char = std::ptr::null();
+    // SAFETY: a plain out-parameter; the library returns a static NUL-terminated string.
+    let rc = unsafe { polyffi_sys::TVMAPIGetAbiDigest(&mut out) };
+    if rc != 0 || out.is_null() {
+        return "(none)".to_string();
+    }
+    // SAFETY: non-NULL, static and NUL-terminated (c_runtime_api.h).
+    unsafe { CStr::from_ptr(out) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 fn handshake() -> &'static Result<(i32, i32, i32)> {
     HANDSHAKE.get_or_init(|| {
         let (mut major, mut minor, mut patch) = (0, 0, 0);
         // SAFETY: plain out-parameters.
         unsafe { polyffi_sys::TVMAPIGetVersion(&mut major, &mut minor, &mut patch) };
         let loaded = (major, minor, patch);
-        check_version(BUILT_VERSION, loaded).map(|_| loaded)
+        check_version(BUILT_VERSION, loaded)?;
+        check_abi_digest(built_abi_digest(), &loaded_abi_digest(), loaded)?;
+        Ok(loaded)
     })
 }
 
@@ -68,5 +111,15 @@ mod tests {
         assert!(err.message().contains("1.2.3"), "{err}");
         assert!(err.message().contains("2.0.7"), "{err}");
         assert!(check_version((1, 2, 3), (1, 9, 0)).is_ok());
+    }
+
+    #[test]
+    fn abi_digest_mismatch_names_both_digests() {
+        let err = check_abi_digest("aaaa", "bbbb", (0, 1, 0)).unwrap_err();
+        assert_eq!(err.kind(), "RuntimeError");
+        assert!(err.message().contains("ABI digest aaaa"), "{err}");
+        assert!(err.message().contains("ABI digest bbbb"), "{err}");
+        assert!(check_abi_digest("aaaa", "aaaa", (0, 1, 0)).is_ok());
+        assert_eq!(built_abi_digest().len(), 64);
     }
 }

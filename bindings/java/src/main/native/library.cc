@@ -74,6 +74,16 @@ extern "C" JNIEXPORT jintArray JNICALL Java_org_polyffi_Native_runtimeVersion(JN
   return out;
 }
 
+extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_builtAbiDigest(JNIEnv* env, jclass) {
+  return env->NewStringUTF(POLYFFI_ABI_DIGEST);
+}
+
+extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_runtimeAbiDigest(JNIEnv* env, jclass) {
+  const char* digest = nullptr;
+  if (!Check(env, TVMAPIGetAbiDigest(&digest))) return nullptr;
+  return env->NewStringUTF(digest);
+}
+
 extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_lastError(JNIEnv* env, jclass) {
   const char* text = TVMGetLastError();
   return text == nullptr ? nullptr : NewStringUtf8(env, text, std::strlen(text));

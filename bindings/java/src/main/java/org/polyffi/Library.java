@@ -18,10 +18,10 @@ import java.util.Properties;
 
 /**
  * The "library" part: finds and loads libpolyffi and the JNI glue, then checks the runtime's
- * version. Order: system property {@code polyffi.library.path} or env {@code POLYFFI_LIBRARY_PATH}
- * (a directory holding libpolyffi.so, or that file), then the libraries packed in the jar under
- * native/&lt;os&gt;-&lt;arch&gt;/ (extracted once to a versioned cache directory), then {@code
- * java.library.path}.
+ * version and ABI digest. Order: system property {@code polyffi.library.path} or env {@code
+ * POLYFFI_LIBRARY_PATH} (a directory holding libpolyffi.so, or that file), then the libraries
+ * packed in the jar under native/&lt;os&gt;-&lt;arch&gt;/ (extracted once to a versioned cache
+ * directory), then {@code java.library.path}.
  */
 public final class Library {
   private Library() {}
@@ -108,8 +108,27 @@ public final class Library {
               + "); tried:\n  "
               + String.join("\n  ", tried));
     }
-    loaded = true;
     checkVersion(version(), runtimeVersion());
+    checkAbiDigest(Native.builtAbiDigest(), Native.runtimeAbiDigest(), runtimeVersion());
+    loaded = true;
+  }
+
+  /**
+   * The ABI handshake: the digest of the C declarations and struct layouts the glue was built
+   * against must be the loaded libpolyffi's. Throws UnsatisfiedLinkError naming both digests.
+   */
+  static void checkAbiDigest(String built, String runtime, String runtimeVersion) {
+    if (!built.equals(runtime)) {
+      throw new UnsatisfiedLinkError(
+          "polyffi: ABI mismatch: the Java binding was built against libpolyffi "
+              + version()
+              + " with ABI digest "
+              + built
+              + ", but the loaded libpolyffi "
+              + runtimeVersion
+              + " has ABI digest "
+              + runtime);
+    }
   }
 
   /**

@@ -13,6 +13,12 @@ final class Native {
   // library
   static native int[] runtimeVersion();
 
+  /** POLYFFI_ABI_DIGEST of the headers the glue was compiled against. */
+  static native String builtAbiDigest();
+
+  /** The loaded libpolyffi's ABI digest (TVMAPIGetAbiDigest). */
+  static native String runtimeAbiDigest();
+
   static native String lastError();
 
   // function: generic path. slots is the address of a Values.Frame buffer: TVMValue[cap], then

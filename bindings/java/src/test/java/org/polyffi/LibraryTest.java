@@ -27,6 +27,54 @@ class LibraryTest {
     Library.checkVersion("0.1.0", "0.9.3"); // same major: fine
   }
 
+  @Test
+  void abiDigestIsTheHeadersOne() throws Exception {
+    String header =
+        Files.readString(TestEnv.repoRoot().resolve("c_api/include/polyffi/c_runtime_api.h"));
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("(?m)^#define POLYFFI_ABI_DIGEST \"([0-9a-f]{64})\"$")
+            .matcher(header);
+    assertTrue(m.find(), "no POLYFFI_ABI_DIGEST in c_runtime_api.h");
+    assertEquals(m.group(1), Native.builtAbiDigest());
+    assertEquals(m.group(1), Native.runtimeAbiDigest());
+    UnsatisfiedLinkError e =
+        assertThrows(UnsatisfiedLinkError.class, () -> Library.checkAbiDigest("aa", "bb", "0.1.0"));
+    assertTrue(e.getMessage().contains("aa") && e.getMessage().contains("bb"), e.getMessage());
+  }
+
+  /**
+   * A child JVM loading a libpolyffi with another ABI digest (build/lib/abi_variant: every export
+   * the same, the digest not) beside the real glue: refused with both digests, not a crash.
+   */
+  @Test
+  void libraryWithAnotherAbiDigestIsRefused() throws Exception {
+    Path variant = TestEnv.libDir().resolve("abi_variant").resolve(Library.CORE);
+    assertTrue(Files.isRegularFile(variant), variant + " not built");
+    Path glue = Path.of(Library.loadedFrom(), Library.GLUE);
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isRegularFile(glue), "glue not beside core");
+    Path dir = Files.createTempDirectory("polyffi-abi-variant");
+    Files.copy(variant, dir.resolve(Library.CORE));
+    Files.copy(glue, dir.resolve(Library.GLUE));
+    String classes =
+        Path.of(Library.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+            .toString();
+    Path probe =
+        Path.of(LoadProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Dpolyffi.library.path=" + dir);
+    cmd.add("-cp");
+    cmd.add(classes + File.pathSeparator + probe);
+    cmd.add("org.polyffi.LoadProbe");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    assertEquals(3, p.waitFor(), out);
+    String digest = Native.builtAbiDigest();
+    assertTrue(out.contains("polyffi: ABI mismatch"), out);
+    assertTrue(out.contains("ABI digest " + digest + ","), out);
+    assertTrue(out.contains("ABI digest variant-for-tests-" + digest), out);
+  }
+
   /** A JVM whose classpath has the classes but no packed natives, and a wrong user path. */
   @Test
   void loadFailureNamesPlatformAndEveryPathTried() throws Exception {
