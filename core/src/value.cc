@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "polyffi/container.h"
@@ -71,11 +72,15 @@ struct ValueTls {
   static constexpr size_t kMaxPooled = 16;
   static constexpr size_t kMaxCapacity = 1 << 16;  // larger buffers go back to the allocator
   std::vector<std::string*> free;
-  std::string ret_str;
-  std::string ret_bytes_data;
+  // The last str and bytes results handed to C: the value's own buffer changes hands (no copy,
+  // no swap); the one it replaces goes back to the pool.
+  std::string* ret_str = nullptr;
+  std::string* ret_bytes_data = nullptr;
   TVMByteArray ret_bytes{nullptr, 0};
   ~ValueTls() {
     for (std::string* p : free) delete p;
+    delete ret_str;
+    delete ret_bytes_data;
   }
 };
 
@@ -124,14 +129,17 @@ std::string* AcquireString(const char* data, size_t size) {
   return p;
 }
 
-void ReleaseString(std::string* p) {
-  ValueTls* state = p->capacity() > ValueTls::kMaxCapacity ? nullptr : Values();
-  if (state != nullptr && state->free.size() < ValueTls::kMaxPooled) {
+/*! \brief Pool p in state (nullptr: the thread is exiting) or free it. */
+void ReleaseStringTo(ValueTls* state, std::string* p) {
+  if (state != nullptr && p->capacity() <= ValueTls::kMaxCapacity &&
+      state->free.size() < ValueTls::kMaxPooled) {
     state->free.push_back(p);
   } else {
     delete p;
   }
 }
+
+void ReleaseString(std::string* p) { ReleaseStringTo(Values(), p); }
 
 /*! \brief The thread's return storage; a thread past its teardown gets a fresh state. */
 ValueTls& Store() {
@@ -249,27 +257,31 @@ void RetValue::MoveToCSlow(TVMValue* v, int* code) {
   switch (code_) {
     case kTVMStr: {
       ValueTls& s = Store();
-      s.ret_str.swap(*static_cast<std::string*>(value_.v_handle));
-      v->v_str = s.ret_str.c_str();
+      std::string* p = static_cast<std::string*>(value_.v_handle);
+      code_ = kTVMNullptr;  // the buffer now belongs to the thread's return storage
+      v->v_str = p->c_str();
       *code = kTVMStr;
-      Clear();
+      if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMBytes: {
       ValueTls& s = Store();
-      s.ret_bytes_data.swap(*static_cast<std::string*>(value_.v_handle));
-      s.ret_bytes = TVMByteArray{s.ret_bytes_data.data(), s.ret_bytes_data.size()};
+      std::string* p = static_cast<std::string*>(value_.v_handle);
+      code_ = kTVMNullptr;
+      s.ret_bytes = TVMByteArray{p->data(), p->size()};
       v->v_handle = &s.ret_bytes;
       *code = kTVMBytes;
-      Clear();
+      if (std::string* prev = std::exchange(s.ret_bytes_data, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMDataType: {
       ValueTls& s = Store();
-      s.ret_str = DataTypeString(value_.v_type);
-      v->v_str = s.ret_str.c_str();
-      *code = kTVMStr;
+      std::string text = DataTypeString(value_.v_type);
+      std::string* p = AcquireString(text.data(), text.size());
       code_ = kTVMNullptr;
+      v->v_str = p->c_str();
+      *code = kTVMStr;
+      if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMNDArrayHandle:
