@@ -174,7 +174,7 @@ void AddCApiCases(const std::string& prefix, const char* suffix, TVMFFIObjectHan
     arg.type_index = kTVMFFIRawStr;
     arg.v_c_str = kStr16;
     TVMFFIAny r = CallC(echo, &arg, 1, "echo");
-    benchmark::DoNotOptimize(r.v_obj);
+    benchmark::DoNotOptimize(r);
     Release(&r);
   });
   AddCase(prefix + "callback/" + suffix, [add_one] {
