@@ -4,9 +4,10 @@
 For every case calls/<case>/<impl> it reports:
   - median ns per call over --repetitions Google Benchmark repetitions (time / calls_per_iter);
   - the ratio to the function-pointer floor (calls/nop/fnptr for nop, calls/add3/fnptr else);
-  - the ratio to tvm-ffi doing the same case, when tvm-ffi was built: polyffi_c against tvm-ffi's
-    C entry point (calls/<case>/tvm_ffi_c) where measured, otherwise against its C++ Function
-    (calls/<case>/tvm_ffi);
+  - the ratio to tvm-ffi doing the same case, in instructions and in time: polyffi_c against
+    tvm-ffi's C entry point (calls/<case>/tvm_ffi_c), polyffi_cpp against its C++ Function
+    (calls/<case>/tvm_ffi). A polyffi row whose peer was not measured is an error: the script
+    exits non-zero naming it (build with apache-tvm-ffi installed; see calls.md);
   - instructions per call from callgrind: (total(N) - total(0)) / N, which cancels start-up;
   - heap allocations per call counted by the bench's malloc interposer.
 
@@ -40,7 +41,15 @@ CASE_TITLES = {
     "callback": "C callback via TVMFuncCall",
     "callback_call_n": "call_n(cb, 1000), per callback",
     "lookup": "global lookup + free",
+    "c_nop": "plain C: nop (0 args)",
+    "c_add3": "plain C: add3(1, 2, 3)",
+    "c_str16": "plain C: echo(16-byte str)",
+    "c_callback": "plain C: callback via the C entry point",
+    "c_callback_call_n": "plain C: call_n(cb, 1000), per callback",
 }
+# Like for like: polyffi's C ABI row against tvm-ffi's C entry point (TVMFFIFunctionCall), the
+# C++ layer against tvm-ffi's C++ Function. Every polyffi row must have its peer measured.
+PEERS = {"polyffi_c": "tvm_ffi_c", "polyffi_cpp": "tvm_ffi"}
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -163,12 +172,22 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, {cxx}"
 
 
+def missing_peers(timings: dict) -> list[str]:
+    """polyffi rows whose tvm-ffi peer was not measured."""
+    missing = []
+    for name in timings:
+        group, case, impl = split(name)
+        if impl in PEERS and f"{group}/{case}/{PEERS[impl]}" not in timings:
+            missing.append(f"{name} (needs {group}/{case}/{PEERS[impl]})")
+    return sorted(missing)
+
+
 def table(timings: dict, instr: dict) -> str:
     rows = []
-    header = ("| case | implementation | median ns/call | min–max | × fn ptr | × tvm-ffi "
-              "| instr/call | allocs/call |")
+    header = ("| case | implementation | instr/call | × tvm-ffi (instr) | median ns/call | min–max "
+              "| × tvm-ffi (time) | × fn ptr (time) | allocs/call |")
     rows.append(header)
-    rows.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    rows.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 
     def key(name: str):
         group, case, impl = split(name)
@@ -179,22 +198,21 @@ def table(timings: dict, instr: dict) -> str:
     for name in sorted(timings, key=key):
         group, case, impl = split(name)
         t = timings[name]
-        floor_name = f"{group}/nop/fnptr" if case == "nop" else f"{group}/add3/fnptr"
+        floor_name = f"{group}/nop/fnptr" if case.endswith("nop") else f"{group}/add3/fnptr"
         floor = timings.get(floor_name)
         vs_floor = t["ns"] / floor["ns"] if floor and name != floor_name else None
-        # Like for like: the C ABI row against tvm-ffi's C entry point where it was measured,
-        # the C++ layer against tvm-ffi's C++ Function.
-        peer = timings.get(f"{group}/{case}/tvm_ffi")
-        if impl == "polyffi_c" and f"{group}/{case}/tvm_ffi_c" in timings:
-            peer = timings[f"{group}/{case}/tvm_ffi_c"]
-        vs_peer = None
-        if peer and impl.startswith("polyffi"):
-            vs_peer = t["ns"] / peer["ns"]
+        peer_name = f"{group}/{case}/{PEERS[impl]}" if impl in PEERS else None
+        vs_peer = vs_peer_instr = None
+        if peer_name is not None:
+            vs_peer = t["ns"] / timings[peer_name]["ns"]
+            if name in instr and peer_name in instr:
+                vs_peer_instr = instr[name] / instr[peer_name]
         ins = instr.get(name)
         rows.append(
-            f"| {CASE_TITLES.get(case, case)} | {impl} | {fmt(t['ns'])} "
-            f"| {fmt(t['ns_min'])}–{fmt(t['ns_max'])} | {fmt(vs_floor)} | {fmt(vs_peer)} "
-            f"| {fmt(ins, 1) if ins is not None else '—'} | {t['allocs']:g} |"
+            f"| {CASE_TITLES.get(case, case)} | {impl} "
+            f"| {fmt(ins, 1) if ins is not None else '—'} | {fmt(vs_peer_instr)} "
+            f"| {fmt(t['ns'])} | {fmt(t['ns_min'])}–{fmt(t['ns_max'])} | {fmt(vs_peer)} "
+            f"| {fmt(vs_floor)} | {t['allocs']:g} |"
         )
     return "\n".join(rows)
 
@@ -235,6 +253,11 @@ def main() -> int:
 
     timings, context = run_timings(binary, args.repetitions, args.min_time, args.filter,
                                    args.metric)
+    missing = missing_peers(timings)
+    if missing:
+        sys.exit("no tvm-ffi peer measured for:\n  " + "\n  ".join(missing) +
+                 "\nbench_calls was built without apache-tvm-ffi (pip install apache-tvm-ffi, "
+                 "reconfigure) or the --filter left the peers out")
 
     instr: dict[str, float] = {}
     if not args.no_callgrind:

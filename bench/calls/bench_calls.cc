@@ -56,6 +56,59 @@ int AddOneCallback(TVMValue* args, int* type_codes, int num_args, TVMRetValueHan
   return TVMCFuncSetReturn(ret, &value, &code, 1);
 }
 
+// ---- Plain C callees: TVMPackedCFunc functions returning through TVMCFuncSetReturn, the peers
+// of tvm-ffi's safe-call functions. Each checks its arguments like those do.
+
+int CNop(TVMValue*, int*, int, TVMRetValueHandle, void*) { return 0; }
+
+int CAdd3(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
+  if (n != 3 || codes[0] != kTVMArgInt || codes[1] != kTVMArgInt || codes[2] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: add3 expects three ints");
+    return -1;
+  }
+  TVMValue value;
+  value.v_int64 = args[0].v_int64 + args[1].v_int64 + args[2].v_int64;
+  int code = kTVMArgInt;
+  return TVMCFuncSetReturn(ret, &value, &code, 1);
+}
+
+int CEcho(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
+  if (n != 1) {
+    TVMAPISetLastError("TypeError: echo expects one argument");
+    return -1;
+  }
+  return TVMCFuncSetReturn(ret, &args[0], &codes[0], 1);
+}
+
+int CCallN(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
+  if (n != 2 || codes[0] != kTVMPackedFuncHandle || codes[1] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: call_n expects (function, int)");
+    return -1;
+  }
+  int64_t sum = 0;
+  for (int64_t i = 0; i < args[1].v_int64; ++i) {
+    TVMValue arg, rv;
+    arg.v_int64 = i;
+    int code = kTVMArgInt, rc = kTVMNullptr;
+    if (TVMFuncCall(args[0].v_handle, &arg, &code, 1, &rv, &rc) != 0) return -1;
+    if (rc != kTVMArgInt) {
+      TVMAPISetLastError("TypeError: call_n: the callback did not return an int");
+      return -1;
+    }
+    sum += rv.v_int64;
+  }
+  TVMValue value;
+  value.v_int64 = sum;
+  int code = kTVMArgInt;
+  return TVMCFuncSetReturn(ret, &value, &code, 1);
+}
+
+TVMFunctionHandle RequireCFunc(TVMPackedCFunc fn) {
+  TVMFunctionHandle h = nullptr;
+  Check(TVMFuncCreateFromCFunc(fn, nullptr, nullptr, &h), "TVMFuncCreateFromCFunc");
+  return h;
+}
+
 const char* TestingLibraryPath() {
   const char* env = std::getenv("POLYFFI_TESTING_LIB");
   return env != nullptr && env[0] != '\0' ? env : POLYFFI_TESTING_LIB_PATH;
@@ -129,15 +182,15 @@ void VerifyPolyffi(const PolyffiHandles& h) {
   }
 }
 
-void AddPolyffiCases(const PolyffiHandles& h) {
+void AddPolyffiCases(const PolyffiHandles& h, const std::string& prefix) {
   VerifyPolyffi(h);
-  AddCase("calls/nop/polyffi_c", [f = h.nop] {
+  AddCase(prefix + "nop/polyffi_c", [f = h.nop] {
     TVMValue rv;
     int rc;
     Check(TVMFuncCall(f, nullptr, nullptr, 0, &rv, &rc), "testing.nop");
     benchmark::DoNotOptimize(rc);
   });
-  AddCase("calls/add3/polyffi_c", [f = h.add3] {
+  AddCase(prefix + "add3/polyffi_c", [f = h.add3] {
     TVMValue args[3];
     int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
     args[0].v_int64 = 1, args[1].v_int64 = 2, args[2].v_int64 = 3;
@@ -146,7 +199,7 @@ void AddPolyffiCases(const PolyffiHandles& h) {
     Check(TVMFuncCall(f, args, codes, 3, &rv, &rc), "testing.add3");
     benchmark::DoNotOptimize(rv.v_int64);
   });
-  AddCase("calls/str16/polyffi_c", [f = h.echo] {
+  AddCase(prefix + "str16/polyffi_c", [f = h.echo] {
     TVMValue arg;
     arg.v_str = kStr16;
     int code = kTVMStr;
@@ -155,7 +208,7 @@ void AddPolyffiCases(const PolyffiHandles& h) {
     Check(TVMFuncCall(f, &arg, &code, 1, &rv, &rc), "testing.echo");
     benchmark::DoNotOptimize(rv.v_str);
   });
-  AddCase("calls/callback/polyffi_c", [f = h.add_one_callback] {
+  AddCase(prefix + "callback/polyffi_c", [f = h.add_one_callback] {
     TVMValue arg;
     arg.v_int64 = 1;
     int code = kTVMArgInt;
@@ -165,7 +218,7 @@ void AddPolyffiCases(const PolyffiHandles& h) {
     benchmark::DoNotOptimize(rv.v_int64);
   });
   AddCase(
-      "calls/callback_call_n/polyffi_c",
+      prefix + "callback_call_n/polyffi_c",
       [f = h.call_n, cb = h.add_one_callback] {
         TVMValue args[2];
         int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
@@ -177,6 +230,9 @@ void AddPolyffiCases(const PolyffiHandles& h) {
         benchmark::DoNotOptimize(rv.v_int64);
       },
       kCallN);
+}
+
+void AddLookupCase() {
   AddCase("calls/lookup/polyffi_c", [] {
     TVMFunctionHandle f = nullptr;
     Check(TVMFuncGetGlobal("testing.add3", &f), "TVMFuncGetGlobal");
@@ -210,7 +266,15 @@ void AddPolyffiCppCases() {
 void Setup() {
   AddFloorCases();
   PolyffiHandles h = LoadPolyffi();
-  AddPolyffiCases(h);
+  AddPolyffiCases(h, "calls/");
+  // Plain C callees (the callback is already one).
+  PolyffiHandles c = h;
+  c.nop = RequireCFunc(CNop);
+  c.add3 = RequireCFunc(CAdd3);
+  c.echo = RequireCFunc(CEcho);
+  c.call_n = RequireCFunc(CCallN);
+  AddPolyffiCases(c, "calls/c_");
+  AddLookupCase();
   AddPolyffiCppCases();
 #ifdef POLYFFI_BENCH_WITH_TVM_FFI
   AddTvmFfiCallCases(BENCH_TVM_FFI_FIXTURES_PATH);

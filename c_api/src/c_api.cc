@@ -178,11 +178,14 @@ namespace {
 }  // namespace
 
 int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
-  // Plain values cannot fail: set them without entering the exception barrier.
-  if (__builtin_expect(ret != nullptr && value != nullptr && type_code != nullptr && num_ret == 1 &&
-                           RetValue::IsPlainCode(*type_code),
+  // Plain values into a slot that owns nothing (the usual case: a callee sets its result once)
+  // cannot fail and need no call: a leaf without the exception barrier. Everything else,
+  // including replacing an owned value, takes the checked path.
+  auto* rv = static_cast<RetValue*>(ret);
+  if (__builtin_expect(rv != nullptr && value != nullptr && type_code != nullptr && num_ret == 1 &&
+                           RetValue::IsPlainCode(*type_code) && !rv->owns_value(),
                        1)) {
-    static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
+    rv->SetPlainUnowned(*value, *type_code);
     return 0;
   }
   return SetReturnChecked(ret, value, type_code, num_ret);

@@ -4,8 +4,10 @@
 #include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "polyffi/container.h"
@@ -61,33 +63,65 @@ std::string DataTypeString(DLDataType t) {
 namespace {
 
 /*!
- * \brief Per-thread pool of string buffers for str/bytes values, so a string result costs no
- *  allocation once warm: buffers keep their capacity from one call to the next. A buffer
- *  released on another thread simply joins that thread's pool.
+ * \brief Per-thread state of string values: a pool of string buffers, so a string result costs
+ *  no allocation once warm (buffers keep their capacity from one call to the next; one released
+ *  on another thread joins that thread's pool), and the storage strings and bytes are returned
+ *  to C callers in.
  */
-struct StringPool {
+struct ValueTls {
   static constexpr size_t kMaxPooled = 16;
   static constexpr size_t kMaxCapacity = 1 << 16;  // larger buffers go back to the allocator
   std::vector<std::string*> free;
-  ~StringPool() {
+  // The last str and bytes results handed to C: the value's own buffer changes hands (no copy,
+  // no swap); the one it replaces goes back to the pool.
+  std::string* ret_str = nullptr;
+  std::string* ret_bytes_data = nullptr;
+  TVMByteArray ret_bytes{nullptr, 0};
+  ~ValueTls() {
     for (std::string* p : free) delete p;
-    free.clear();
-    dead = true;
+    delete ret_str;
+    delete ret_bytes_data;
   }
-  static thread_local bool dead;  // set after the pool's destructor ran at thread exit
 };
-thread_local bool StringPool::dead = false;
 
-StringPool& Pool() {
-  thread_local StringPool pool;
-  return pool;
+/*!
+ * \brief The one thread-local the string path reads: a plain pointer, so every access is a single
+ *  TLS lookup with no guard variable or wrapper call (a thread_local object with a constructor
+ *  costs several per access). Null until first use; kDead after the thread's teardown freed it.
+ */
+__thread ValueTls* tls_values = nullptr;
+ValueTls* const kDead = reinterpret_cast<ValueTls*>(uintptr_t{1});
+
+/*! \brief Frees the thread's ValueTls at thread exit and marks it dead for later releases. */
+struct ValueTlsReaper {
+  bool armed = false;
+  ~ValueTlsReaper() {
+    if (tls_values != nullptr && tls_values != kDead) delete tls_values;
+    tls_values = kDead;
+  }
+};
+
+[[gnu::noinline]] ValueTls* CreateValueTls() {
+  thread_local ValueTlsReaper reaper;  // constructed here, on first use in this thread
+  reaper.armed = true;
+  ValueTls* state = new ValueTls();
+  tls_values = state;
+  return state;
+}
+
+/*! \brief This thread's state, created on first use; nullptr once the thread is exiting. */
+inline ValueTls* Values() {
+  ValueTls* state = tls_values;
+  if (__builtin_expect(state == nullptr, 0)) return CreateValueTls();
+  return state == kDead ? nullptr : state;
 }
 
 std::string* AcquireString(const char* data, size_t size) {
+  ValueTls* state = tls_values;  // a released buffer exists only where state was created
   std::string* p;
-  if (!StringPool::dead && !Pool().free.empty()) {
-    p = Pool().free.back();
-    Pool().free.pop_back();
+  if (state != nullptr && state != kDead && !state->free.empty()) {
+    p = state->free.back();
+    state->free.pop_back();
     p->assign(data, size);
   } else {
     p = new std::string(data, size);
@@ -95,17 +129,28 @@ std::string* AcquireString(const char* data, size_t size) {
   return p;
 }
 
-void ReleaseString(std::string* p) {
-  if (StringPool::dead || p->capacity() > StringPool::kMaxCapacity) {
-    delete p;
-    return;
-  }
-  StringPool& pool = Pool();
-  if (pool.free.size() < StringPool::kMaxPooled) {
-    pool.free.push_back(p);
+/*! \brief Pool p in state (nullptr: the thread is exiting) or free it. */
+void ReleaseStringTo(ValueTls* state, std::string* p) {
+  if (state != nullptr && p->capacity() <= ValueTls::kMaxCapacity &&
+      state->free.size() < ValueTls::kMaxPooled) {
+    state->free.push_back(p);
   } else {
     delete p;
   }
+}
+
+void ReleaseString(std::string* p) { ReleaseStringTo(Values(), p); }
+
+/*! \brief The thread's return storage; a thread past its teardown gets a fresh state. */
+ValueTls& Store() {
+  ValueTls* state = Values();
+  if (__builtin_expect(state == nullptr, 0)) {
+    // A string returned to C from a thread-exit destructor that runs after the reaper: the
+    // pointer handed out must stay valid, so this state outlives the thread (at most once).
+    state = new ValueTls();
+    tls_values = state;
+  }
+  return *state;
 }
 
 }  // namespace
@@ -206,45 +251,37 @@ void RetValue::CopyFrom(const RetValue& other) {
   }
 }
 
-namespace {
-struct ReturnStore {
-  std::string str;
-  std::string bytes_data;
-  TVMByteArray bytes{nullptr, 0};
-};
-ReturnStore& Store() {
-  thread_local ReturnStore store;
-  return store;
-}
-}  // namespace
-
-TVMByteArray* ThreadLocalReturnBytes() { return &Store().bytes; }
+TVMByteArray* ThreadLocalReturnBytes() { return &Store().ret_bytes; }
 
 void RetValue::MoveToCSlow(TVMValue* v, int* code) {
   switch (code_) {
     case kTVMStr: {
-      ReturnStore& s = Store();
-      s.str.swap(*static_cast<std::string*>(value_.v_handle));
-      v->v_str = s.str.c_str();
+      ValueTls& s = Store();
+      std::string* p = static_cast<std::string*>(value_.v_handle);
+      code_ = kTVMNullptr;  // the buffer now belongs to the thread's return storage
+      v->v_str = p->c_str();
       *code = kTVMStr;
-      Clear();
+      if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMBytes: {
-      ReturnStore& s = Store();
-      s.bytes_data.swap(*static_cast<std::string*>(value_.v_handle));
-      s.bytes = TVMByteArray{s.bytes_data.data(), s.bytes_data.size()};
-      v->v_handle = &s.bytes;
+      ValueTls& s = Store();
+      std::string* p = static_cast<std::string*>(value_.v_handle);
+      code_ = kTVMNullptr;
+      s.ret_bytes = TVMByteArray{p->data(), p->size()};
+      v->v_handle = &s.ret_bytes;
       *code = kTVMBytes;
-      Clear();
+      if (std::string* prev = std::exchange(s.ret_bytes_data, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMDataType: {
-      ReturnStore& s = Store();
-      s.str = DataTypeString(value_.v_type);
-      v->v_str = s.str.c_str();
-      *code = kTVMStr;
+      ValueTls& s = Store();
+      std::string text = DataTypeString(value_.v_type);
+      std::string* p = AcquireString(text.data(), text.size());
       code_ = kTVMNullptr;
+      v->v_str = p->c_str();
+      *code = kTVMStr;
+      if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
       return;
     }
     case kTVMNDArrayHandle:

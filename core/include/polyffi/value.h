@@ -101,6 +101,16 @@ class RetValue {
     }
     SetFromCSlow(v, code);
   }
+  /*! \brief Whether this slot holds something owned (a string, bytes or an object). */
+  bool owns_value() const { return Owns(code_); }
+  /*!
+   * \brief SetFromC for a plain code into a slot that owns nothing: the return setters' fast
+   *  path, a leaf with no call. Requires IsPlainCode(code) && !owns_value().
+   */
+  void SetPlainUnowned(TVMValue v, int code) {
+    value_.v_int64 = code == kTVMNullptr ? 0 : v.v_int64;
+    code_ = code == kDLUInt ? kTVMArgInt : code;
+  }
   /*! \brief Deep copy of another value (objects retained). */
   void CopyFrom(const RetValue& other);
   /*!
@@ -108,10 +118,10 @@ class RetValue {
    *  bytes and data types go to thread-local storage. Leaves this value empty.
    */
   void MoveToC(TVMValue* v, int* code) {
-    if (code_ == kTVMStr || code_ == kTVMBytes || code_ == kTVMDataType ||
-        code_ == kTVMNDArrayHandle) {
-      return MoveToCSlow(v, code);
-    }
+    // One bit test on every call's return path; stored codes are always in [0, 16).
+    constexpr unsigned kSlow =
+        1u << kTVMStr | 1u << kTVMBytes | 1u << kTVMDataType | 1u << kTVMNDArrayHandle;
+    if ((kSlow >> (static_cast<unsigned>(code_) & 31u)) & 1u) return MoveToCSlow(v, code);
     *v = value_;
     *code = code_;
     code_ = kTVMNullptr;  // an object reference, if any, now belongs to the caller
