@@ -2,7 +2,8 @@
 //   u64 0xF7E58D4F05049CB7, u64 reserved, names (u64 count, then u64 length + bytes each),
 //   u64 array count, then per array: u64 0xDD5E40F096B4A13F, u64 reserved, DLDevice (CPU),
 //   i32 ndim, DLDataType (u8 code, u8 bits, u16 lanes), i64 shape[ndim], i64 byte size, data.
-// All little-endian. Reading is bounds-checked: a corrupt or truncated blob is an error.
+// All little-endian. The format is read and written by formats/params_blob.h: a corrupt or
+// truncated blob is a ValueError.
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "formats/ndarray_object.h"
+#include "formats/ndarray_record.h"
+#include "formats/params_blob.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/ndarray.h"
@@ -18,93 +22,14 @@
 namespace polyffi {
 namespace {
 
-constexpr uint64_t kParamsMagic = 0xF7E58D4F05049CB7ULL;
-constexpr uint64_t kArrayMagic = 0xDD5E40F096B4A13FULL;
-
-class Reader {
- public:
-  Reader(const char* data, size_t size) : p_(data), end_(data + size) {}
-  template <typename T>
-  T Get(const char* what) {
-    T v;
-    Bytes(&v, sizeof(v), what);
-    return v;
-  }
-  void Bytes(void* out, size_t n, const char* what) {
-    if (static_cast<size_t>(end_ - p_) < n) {
-      Throw("InternalError", "Invalid parameters file format: truncated while reading ", what);
-    }
-    std::memcpy(out, p_, n);
-    p_ += n;
-  }
-  size_t left() const { return static_cast<size_t>(end_ - p_); }
-
- private:
-  const char* p_;
-  const char* end_;
-};
-
-ObjectPtr<NDArrayObj> ReadArray(Reader* r) {
-  if (r->Get<uint64_t>("array header") != kArrayMagic) {
-    Throw("InternalError", "Invalid DLTensor file format (bad array magic)");
-  }
-  r->Get<uint64_t>("array header");
-  DLDevice dev;
-  dev.device_type = static_cast<DLDeviceType>(r->Get<int32_t>("device"));
-  dev.device_id = r->Get<int32_t>("device");
-  if (DeviceTypeOf(dev) != kDLCPU) {
-    Throw("InternalError", "Invalid DLTensor device: can only save as CPU tensor");
-  }
-  int32_t ndim = r->Get<int32_t>("ndim");
-  DLDataType dtype;
-  dtype.code = r->Get<uint8_t>("dtype");
-  dtype.bits = r->Get<uint8_t>("dtype");
-  dtype.lanes = r->Get<uint16_t>("dtype");
-  // Each dimension takes 8 bytes of the blob: a bound on ndim before allocating for it.
-  if (ndim < 0 || static_cast<size_t>(ndim) > r->left() / 8) {
-    Throw("InternalError", "Invalid DLTensor file format: ndim ", ndim);
-  }
-  std::vector<int64_t> shape(ndim);
-  for (auto& d : shape) d = r->Get<int64_t>("shape");
-  size_t nbytes = CheckedBytes(shape.data(), ndim, dtype);
-  int64_t stored = r->Get<int64_t>("data size");
-  if (stored < 0 || static_cast<uint64_t>(stored) != nbytes) {
-    Throw("InternalError", "Invalid DLTensor file format: data size ", stored,
-          " but shape and dtype need ", nbytes);
-  }
-  // Checked before allocating: a corrupt shape cannot ask for more memory than the blob holds.
-  if (nbytes > r->left()) {
-    Throw("InternalError", "Invalid parameters file format: truncated while reading data");
-  }
-  auto arr = NDArrayObj::Empty(shape, dtype, dev);  // validates the dtype
-  r->Bytes(arr->tensor.data, nbytes, "data");
-  return arr;
-}
-
 RetValue LoadParams(const std::string& blob) {
-  Reader r(blob.data(), blob.size());
-  if (r.Get<uint64_t>("header") != kParamsMagic) {
-    Throw("InternalError", "Invalid parameters file format");
-  }
-  r.Get<uint64_t>("header");
-  uint64_t n = r.Get<uint64_t>("name count");
-  if (n > r.left() / 8) Throw("InternalError", "Invalid parameters file format: ", n, " names");
-  std::vector<std::string> names(n);
-  for (auto& name : names) {
-    uint64_t len = r.Get<uint64_t>("name length");
-    if (len > r.left()) Throw("InternalError", "Invalid parameters file format: name length ", len);
-    name.resize(len);
-    r.Bytes(name.data(), len, "name");
-  }
-  uint64_t count = r.Get<uint64_t>("array count");
-  if (count != n) {
-    Throw("InternalError", "Invalid parameters file format: ", n, " names but ", count, " arrays");
-  }
+  formats::ParamsBlob params =
+      formats::ReadParamsBlob(blob.data(), blob.size(), "runtime.LoadParams");
   auto map = MakeObject<MapObj>();
-  for (const auto& name : names) {
+  for (size_t i = 0; i < params.names.size(); ++i) {
     RetValue key, value;
-    key.SetStr(name);
-    value.SetObject(ReadArray(&r));
+    key.SetStr(params.names[i]);
+    value.SetObject(formats::NDArrayFromRecord(params.arrays[i]));
     map->Set(std::move(key), std::move(value));
   }
   RetValue out;
@@ -112,31 +37,21 @@ RetValue LoadParams(const std::string& blob) {
   return out;
 }
 
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
 std::string SaveParams(const MapObj& map) {
-  std::string out;
-  Put<uint64_t>(&out, kParamsMagic);
-  Put<uint64_t>(&out, 0);
-  Put<uint64_t>(&out, map.items.size());
+  std::vector<std::string> names;
   for (const auto& kv : map.items) {
     const RetValue& k = kv.first;
-    std::string name;
     if (k.type_code() == kTVMStr) {
-      name = k.str();
+      names.push_back(k.str());
     } else if (k.object() && k.object()->type_index() == TypeIndex::kString) {
-      name = static_cast<StringObj*>(k.object())->data;
+      names.push_back(static_cast<StringObj*>(k.object())->data);
     } else {
       Throw("TypeError", "SaveParams: parameter names must be strings but got ",
             TypeCodeName(k.type_code()));
     }
-    Put<uint64_t>(&out, name.size());
-    out += name;
   }
-  Put<uint64_t>(&out, map.items.size());
+  std::string out;
+  formats::WriteParamsHeader(names, &out);
   for (const auto& kv : map.items) {
     const RetValue& v = kv.second;
     if (v.type_code() != kTVMNDArrayHandle) {
@@ -146,18 +61,7 @@ std::string SaveParams(const MapObj& map) {
     const DLTensor& t = static_cast<NDArrayObj*>(v.object())->tensor;
     if (DeviceTypeOf(t.device) != kDLCPU)
       Throw("ValueError", "SaveParams: can only save CPU arrays");
-    size_t nbytes = CompactBytes(t);
-    Put<uint64_t>(&out, kArrayMagic);
-    Put<uint64_t>(&out, 0);
-    Put<int32_t>(&out, DeviceTypeOf(t.device));
-    Put<int32_t>(&out, t.device.device_id);
-    Put<int32_t>(&out, t.ndim);
-    Put<uint8_t>(&out, t.dtype.code);
-    Put<uint8_t>(&out, t.dtype.bits);
-    Put<uint16_t>(&out, t.dtype.lanes);
-    for (int i = 0; i < t.ndim; ++i) Put<int64_t>(&out, t.shape[i]);
-    Put<int64_t>(&out, static_cast<int64_t>(nbytes));
-    out.append(static_cast<const char*>(t.data) + t.byte_offset, nbytes);
+    formats::WriteNDArrayRecord(t, CompactBytes(t), &out);
   }
   return out;
 }
