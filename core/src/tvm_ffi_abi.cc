@@ -318,9 +318,10 @@ void ToKernelArg(TVMValue v, int code, int index, const std::string& name, Stagi
 
 /*! \brief A kernel's result cell back into ours (compiled kernels leave it None). */
 void FromKernelResult(const Any& r, const std::string& name, RetValue* rv) {
+  if (r.type_index == kNone) return rv->SetNull();  // what compiled kernels leave
   TVMValue v;
   int code;
-  if (ScalarFromFFI(r, &v, &code)) return rv->SetFromC(v, code);  // compiled kernels: None
+  if (ScalarFromFFI(r, &v, &code)) return rv->SetFromC(v, code);
   switch (r.type_index) {
     case kSmallStr:
     case kSmallBytes: {
