@@ -10,8 +10,8 @@ For every case calls/<case>/<impl> it reports:
   - instructions per call from callgrind: (total(N) - total(0)) / N, which cancels start-up;
   - heap allocations per call counted by the bench's malloc interposer.
 
-Usage (Release build in /work/main/build):
-  python3 bench/run_calls.py --build-dir /work/main/build
+Usage (from the repository root, Release build in build/):
+  python3 bench/run_calls.py --build-dir build
 Nothing here asserts performance: it measures and prints.
 """
 

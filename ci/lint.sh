@@ -14,6 +14,18 @@ git ls-files '*.c' '*.cc' '*.h' '*.hpp' | xargs clang-format --dry-run --Werror
 echo "ruff: $(git ls-files '*.py' | wc -l) files"
 python3 -m ruff check --quiet $(git ls-files '*.py')
 python3 tests/conformance/validate.py >/dev/null
+# The repository stands on its own: no tracked file may refer to documents outside it (a sibling
+# checkout's spec files, a build machine's paths); its spec is docs/spec/, indexed by docs/README.md.
+echo "self-contained: references outside the repository"
+if git grep -n -I -E '\.\./shared/|/work/|\b(ABI|CONFORMANCE|BINDINGS|TVM_FORMATS|STYLE|MEASURED)\.md\b' \
+    -- . ':!ci/lint.sh'; then
+  echo "lint: the lines above refer to documents outside the repository (use docs/spec/...)" >&2
+  exit 1
+fi
+for f in $(git ls-files 'docs/*.md' | grep -v '^docs/README.md$'); do
+  grep -qF "(${f#docs/})" docs/README.md ||
+    { echo "lint: $f has no entry in docs/README.md (the index of docs/)" >&2; exit 1; }
+done
 if command -v cargo >/dev/null || [ -x "$HOME/.cargo/bin/cargo" ]; then
   echo "rustfmt: bindings/rust workspace"
   PATH="$HOME/.cargo/bin:$PATH" cargo fmt --all --manifest-path bindings/rust/Cargo.toml -- --check

@@ -43,6 +43,9 @@ ci/test-node.sh
 step "Java binding (mvn verify, with its conformance runner) and the JVM app"
 ci/test-java.sh
 
+step "README snippets, run as a user would (C, Python, Rust, Node.js, Java)"
+ci/test-readme.sh
+
 step "Spark scale-out (examples/digits-spark: the JVM and PySpark jobs in local[2])"
 ci/test-spark.sh
 

@@ -4,9 +4,10 @@ Peers: apache-tvm-ffi (PyPI `apache-tvm-ffi`; its add3 / call_n are the C benchm
 build/lib/libbench_tvm_ffi_fixtures.so), a tiny nanobind extension with the same operations
 (bench/python/nb_ext, built here on first use and when its source changes), the same nanobind
 functions with the GIL released around the body ("nb+GIL rel.", the floor for a binding that
-must release the GIL as polyffi's spec requires) and ctypes over the same C ABI (the classic TVM
-ctypes approach). Prints ns per call (best of several repetitions, the Python loop included, as
-in MEASURED.md) and each peer's ratio to polyffi. Never asserts a time.
+must release the GIL as docs/spec/bindings.md requires) and ctypes over the same C ABI (the
+classic TVM ctypes approach). Prints ns per call (best of several repetitions, the Python loop
+included, as in docs/performance/floors.md) and each peer's ratio to polyffi. Never asserts a
+time.
 
     python bench/python/bench_calls.py [--quick]
 

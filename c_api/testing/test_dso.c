@@ -1,7 +1,8 @@
 /*
- * A model library following the DSO convention (ABI.md section 7), written the way compiled
- * code is: plain C, TVMBackendPackedCFunc entry points, and NOT linked against libpolyffi. Every
- * runtime service is reached through a function-pointer slot that TVMModLoadFromFile fills.
+ * A model library following the DSO convention (docs/spec/abi.md section 7, modules and compiled
+ * models), written the way compiled code is: plain C, TVMBackendPackedCFunc entry points, and NOT
+ * linked against libpolyffi. Every runtime service is reached through a function-pointer slot that
+ * TVMModLoadFromFile fills.
  */
 #include <polyffi/c_backend_api.h>
 #include <stdint.h>

@@ -15,7 +15,8 @@ namespace {
 using polyffi::Error;
 
 // The cheapest possible call: benchmarks measure the call path against it, so it is a bare C
-// callback that leaves the return slot alone (an unset return is None by ABI.md 3).
+// callback that leaves the return slot alone (an unset return is None: docs/spec/abi.md
+// section 3, functions).
 int Nop(TVMValue*, int*, int, TVMRetValueHandle, void*) { return 0; }
 TESTING_GLOBAL("testing.nop", Nop);
 

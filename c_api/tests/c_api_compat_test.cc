@@ -1,4 +1,5 @@
-// The C functions of TVM 0.18's runtime beyond ABI.md section 3, through the C headers alone:
+// The C functions of TVM 0.18's runtime beyond docs/spec/abi.md section 3 (functions), through
+// the C headers alone:
 // device memory and copies, streams on the CPU, array type indices, AnyList cells, the host
 // environment hooks and the host-exception protocol (driven from C with fake hooks that count
 // their calls), TVMThrowLastError, TVMLogf and TVMPlatformAbort.

@@ -612,7 +612,8 @@ TEST(Workspace, AllocWriteFree) {
 }
 
 TEST(Workspace, FreeNullIsNoOp) {
-  // ABI.md section 4: a NULL handle passed to any *Free is allowed and does nothing.
+  // docs/spec/abi.md section 4, ownership: a NULL handle passed to any *Free is allowed and does
+  // nothing.
   EXPECT_EQ(TVMBackendFreeWorkspace(kDLCPU, 0, nullptr), 0) << LastError();
 }
 

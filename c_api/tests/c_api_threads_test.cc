@@ -1,6 +1,7 @@
-// The C ABI under concurrency (ABI.md section 8): every function may be called from any thread
-// at any time. A separate binary so CI can run exactly this under ThreadSanitizer. Iteration
-// counts are small enough for TSan on two cores; the point is overlap, not volume.
+// The C ABI under concurrency (docs/spec/abi.md section 8, threads): every function may be
+// called from any thread at any time. A separate binary so CI can run exactly this under
+// ThreadSanitizer. Iteration counts are small enough for TSan on two cores; the point is overlap,
+// not volume.
 #include <gtest/gtest.h>
 #include <polyffi/c_runtime_api.h>
 

@@ -1,9 +1,9 @@
-# Checks libpolyffi's dynamic symbol table (ABI.md section 1).
+# Checks libpolyffi's dynamic symbol table (docs/spec/abi.md section 1, headers and symbols).
 #   cmake -DNM=nm -DLIB=path/to/libpolyffi.so -DMODE=only_tvm|required -P check_symbols.cmake
 # only_tvm: every defined dynamic symbol starts with "TVM" (hidden visibility alone lets
 #           libstdc++ template instantiations leak; the version script must catch them).
-# required: every function of ABI.md section 3 (plus TVMAPIGetVersion) and every other C
-#           function TVM 0.18's libtvm_runtime.so exports is exported as code.
+# required: every function of docs/spec/abi.md section 3, functions (plus TVMAPIGetVersion) and
+#           every other C function TVM 0.18's libtvm_runtime.so exports is exported as code.
 foreach(_var NM LIB MODE)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "check_symbols.cmake: -D${_var}=... is required")

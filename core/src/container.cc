@@ -1,4 +1,5 @@
-// String, Array and Map, and the runtime.* globals that build and read them (ABI.md 6).
+// String, Array and Map, and the runtime.* globals that build and read them (docs/spec/abi.md
+// section 6, objects and containers).
 #include "polyffi/container.h"
 
 #include <cstring>

@@ -1,5 +1,5 @@
 // The embedded module tree of a library exported by TVM >= 0.20 (`__tvm_ffi__library_bin`,
-// TVM_FORMATS.md part 2 section 2).
+// docs/spec/tvm-formats.md part 2 section 2, `__tvm_ffi__library_bin`).
 //
 // Layout (little-endian): u64 payload size N, then N bytes: a CSR import tree (vec<u64> indptr,
 // vec<u64> child_indices; vec = u64 count + items), then for each module i in

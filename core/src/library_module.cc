@@ -1,4 +1,5 @@
-// Modules from shared libraries (the DSO convention of ABI.md 7) and the system library.
+// Modules from shared libraries (the DSO convention of docs/spec/abi.md section 7, modules and
+// compiled models) and the system library.
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>

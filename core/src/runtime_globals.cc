@@ -1,5 +1,5 @@
 // The standard runtime.* globals TVM 0.18's frontend calls in deploy flows, with TVM's
-// signatures and results (../shared/spec/TVM_FORMATS.md part 1, docs/compatibility.md):
+// signatures and results (docs/spec/tvm-formats.md part 1 section 6, docs/compatibility.md):
 // ShapeTuple, ADT/Tuple, GetFFIString, ObjectPtrHash, array allocation and views, devices,
 // RuntimeEnabled, NumThreads and the module queries. Error kinds follow TVM's where its
 // frontend tells them apart (InternalError and TVMError are tvm.TVMError in Python).

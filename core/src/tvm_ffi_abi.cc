@@ -1,5 +1,6 @@
 // tvm-ffi ABI kernels (TVM >= 0.20) as ordinary functions, and the services their context
-// slots point to. See TVM_FORMATS.md part 2 sections 1 and 6, and docs/abi-decisions.md.
+// slots point to. See docs/spec/tvm-formats.md part 2 sections 1 (kernel libraries) and 6 (what
+// a runtime has to provide), and docs/abi-decisions.md.
 //
 // Direction 1, a caller of ours calls a kernel: classic TVMValue + type code arguments become
 // TVMFFIAny values, the result cell is preset to None, and -1 turns the raised error (kind +

@@ -2,9 +2,9 @@
 //
 // Each op is a TVMBackendPackedCFunc taking DLTensor handles (inputs..., output). The library
 // does not link libpolyffi: errors go through the __TVMAPISetLastError slot that
-// TVMModLoadFromFile fills when it loads us (ABI.md section 7). The math is plain float32 with
-// the same operation order as train.py's numpy inference (dot product, then bias, then the
-// activation), so predictions match it sample for sample.
+// TVMModLoadFromFile fills when it loads us (docs/spec/abi.md section 7, modules and compiled
+// models). The math is plain float32 with the same operation order as train.py's numpy inference
+// (dot product, then bias, then the activation), so predictions match it sample for sample.
 #include <polyffi/c_backend_api.h>
 
 #include <cmath>

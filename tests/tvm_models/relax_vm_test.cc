@@ -1,8 +1,9 @@
-// The relax VM on executables built here, word by word, in TVM 0.27's format (TVM_FORMATS.md
-// part 2 section 3): the loader's checks, the interpreter (Call, Ret, Goto, If, nested calls),
-// the builtins, the VM module protocol, and errors. Kernels are globals registered by the test,
-// so this runs without a compiled library; the fixtures TVM itself compiled are run by
-// tvm027_vm_test.cc. Everything goes through the public C API, as a user's program would.
+// The relax VM on executables built here, word by word, in TVM 0.27's format
+// (docs/spec/tvm-formats.md part 2 section 3, the relax VM executable): the loader's checks, the
+// interpreter (Call, Ret, Goto, If, nested calls), the builtins, the VM module protocol, and
+// errors. Kernels are globals registered by the test, so this runs without a compiled library; the
+// fixtures TVM itself compiled are run by tvm027_vm_test.cc. Everything goes through the public C
+// API, as a user's program would.
 #include <gtest/gtest.h>
 #include <polyffi/c_runtime_api.h>
 

@@ -11,9 +11,9 @@ NB_MODULE(nb_bench, m) {
   m.def("nop", [](nb::args) {});
   m.def("add3", [](int64_t a, int64_t b, int64_t c) { return a + b + c; });
   m.def("echo", [](const std::string& s) { return s; });
-  // The same with the GIL released around the body, as every polyffi call does (the spec requires
-  // it so that long native calls and native threads calling back never block): the floor of a
-  // hand-written extension that also releases the GIL.
+  // The same with the GIL released around the body, as every polyffi call does
+  // (docs/spec/bindings.md requires it so that long native calls and native threads calling back
+  // never block): the floor of a hand-written extension that also releases the GIL.
   m.def(
       "nop_nogil", []() {}, nb::call_guard<nb::gil_scoped_release>());
   m.def(

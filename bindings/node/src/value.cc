@@ -166,7 +166,8 @@ int ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
     *code = kTVMStr;
     return 1;
   }
-  // Embedded NUL: a length-carrying runtime.String object (ABI.md section 6).
+  // Embedded NUL: a length-carrying runtime.String object (docs/spec/abi.md section 6, objects
+  // and containers).
   TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeString);
   if (f == nullptr) return 0;
   TVMByteArray arr{buf, len};

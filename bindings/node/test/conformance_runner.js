@@ -2,11 +2,12 @@
 // Runs one case of tests/conformance/cases/*.json through the polyffi Node binding.
 //
 // Mirrors bindings/python/tests/conformance_runner.py: the same tags, steps and checks, with the
-// host callbacks of CONFORMANCE.md section 2 written in JS. The runner works in exact-number mode
-// (ffi.exactNumbers(true)): numbers come out as ffi.Int / ffi.Float boxes, so that a JS callback
-// forwarding a value keeps its int/float type code, which plain JS numbers cannot carry.
-// Calls to testing.call_on_thread go through callAsync: a JS callback can only run on the JS
-// thread, which must not be blocked in a synchronous call meanwhile (see README).
+// host callbacks of docs/spec/conformance.md section 2 (host callbacks) written in JS. The runner
+// works in exact-number mode (ffi.exactNumbers(true)): numbers come out as ffi.Int / ffi.Float
+// boxes, so that a JS callback forwarding a value keeps its int/float type code, which plain JS
+// numbers cannot carry. Calls to testing.call_on_thread go through callAsync: a JS callback can
+// only run on the JS thread, which must not be blocked in a synchronous call meanwhile (see
+// README).
 const ffi = require('..');
 
 class Failure extends Error {}

@@ -260,7 +260,7 @@ static POLYFFI_NOINLINE PyObject* GeneralCall(HandleObject* f, PyObject* const* 
 
 // The call path. Calls whose arguments are all plain scalars (the common case) convert them
 // into stack arrays with no allocation and no call into CPython; anything else takes
-// GeneralCall. The GIL is released around TVMFuncCall as the spec requires.
+// GeneralCall. The GIL is released around TVMFuncCall as docs/spec/bindings.md requires.
 static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                       PyObject* kwnames) {
   auto* f = reinterpret_cast<HandleObject*>(self);

@@ -146,7 +146,8 @@ int64_t* ArgPack::AllocInt64(int count) {
   return AddTemp(out, kTempMemory) == 0 ? out : nullptr;
 }
 
-// A str with embedded NUL bytes travels as a runtime.String object (ABI.md section 6).
+// A str with embedded NUL bytes travels as a runtime.String object (docs/spec/abi.md section 6,
+// objects and containers).
 static void* MakeRuntimeString(const char* data, Py_ssize_t size) {
   TVMFunctionHandle f = CachedGlobal(kRuntimeString);
   if (f == nullptr) return nullptr;

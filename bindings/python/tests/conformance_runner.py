@@ -1,7 +1,8 @@
 """Runs one case of tests/conformance/cases/*.json through the polyffi Python binding.
 
 Mirrors the C runner (tests/conformance/runner_c/case_runner.cc): the same tags, steps and
-checks, with the host callbacks of CONFORMANCE.md section 2 written in Python.
+checks, with the host callbacks of docs/spec/conformance.md section 2 (host callbacks) written in
+Python.
 """
 
 from __future__ import annotations

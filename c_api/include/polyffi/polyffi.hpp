@@ -484,7 +484,8 @@ class RetValue {
     v.v_str = s;
     SetRaw(v, kTVMStr);
   }
-  /*! \brief Strings with an embedded NUL travel as a runtime.String object (ABI.md 6). */
+  /*! \brief Strings with an embedded NUL travel as a runtime.String object
+   *  (docs/spec/abi.md section 6, objects and containers). */
   void Set(const std::string& s) {
     if (s.find('\0') == std::string::npos) return Set(s.c_str());
     static Function make = Function::GetGlobalRequired("runtime.String");

@@ -1,8 +1,8 @@
 /* The pinned ABI layout (LP64: Linux/macOS x86_64 and aarch64), one table shared by the
  * compile-time check (layout_c11.c) and the run-time test (layout_test.cc). The type codes are
- * ABI.md section 2; the struct layouts are DLPack 0.6 and the classic TVM headers. A binding
- * that hard-codes any of these numbers (ctypes, JNI, FFM, koffi, bindgen output) relies on
- * them never changing. */
+ * docs/spec/abi.md section 2 (values and type codes); the struct layouts are DLPack 0.6 and the
+ * classic TVM headers. A binding that hard-codes any of these numbers (ctypes, JNI, FFM, koffi,
+ * bindgen output) relies on them never changing. */
 #ifndef POLYFFI_C_API_TESTS_LAYOUT_EXPECTED_H_
 #define POLYFFI_C_API_TESTS_LAYOUT_EXPECTED_H_
 

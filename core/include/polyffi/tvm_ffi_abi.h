@@ -1,8 +1,8 @@
-// The tvm-ffi ABI of libraries compiled by TVM >= 0.20 (TVM_FORMATS.md part 2): our own minimal
-// declarations of its value cell and type indices, the wrapper that exposes a `__tvm_ffi_<name>`
-// kernel as an ordinary function, the services its context slots point to, and the reader of
-// `__tvm_ffi__library_bin`. Only the facts of apache/tvm-ffi's c_api.h are used (layouts, type
-// indices, signatures); nothing here depends on tvm-ffi.
+// The tvm-ffi ABI of libraries compiled by TVM >= 0.20 (docs/spec/tvm-formats.md part 2): our own
+// minimal declarations of its value cell and type indices, the wrapper that exposes a
+// `__tvm_ffi_<name>` kernel as an ordinary function, the services its context slots point to, and
+// the reader of `__tvm_ffi__library_bin`. Only the facts of apache/tvm-ffi's c_api.h are used
+// (layouts, type indices, signatures); nothing here depends on tvm-ffi.
 #ifndef POLYFFI_CORE_TVM_FFI_ABI_H_
 #define POLYFFI_CORE_TVM_FFI_ABI_H_
 

@@ -1,7 +1,8 @@
-// The `vm.builtin.*` globals relax executables call (TVM_FORMATS.md part 2 section 4.3), with
-// TVM 0.27's arguments, results, error kinds and messages. They are ordinary registered
-// globals: the VM resolves them by name like any function, so a user may add or replace one.
-// Unlike TVM's, every index into the shape heap and every storage offset is checked.
+// The `vm.builtin.*` globals relax executables call (docs/spec/tvm-formats.md part 2 section 4.3,
+// the builtins the fixtures call), with TVM 0.27's arguments, results, error kinds and messages.
+// They are ordinary registered globals: the VM resolves them by name like any function, so a user
+// may add or replace one. Unlike TVM's, every index into the shape heap and every storage offset is
+// checked.
 #include <algorithm>
 #include <cstring>
 #include <ostream>

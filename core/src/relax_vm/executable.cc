@@ -1,9 +1,10 @@
 // Loading a relax VM executable (`relax.VMExecutable`, TVM 0.27, version "0.14") and the
-// executable module's own functions. The layout is in ../shared/spec/TVM_FORMATS.md part 2
-// section 3: header, function table, memory scopes (V2 magic), constant pool, code. Every read
-// is bounds-checked (formats/byte_reader.h; tensor constants: formats/ndarray_record.h) and every
-// index the code holds is validated here, once, so a corrupt blob is a ValueError and the
-// interpreter never meets an out-of-range register, constant, function or jump target.
+// executable module's own functions. The layout is in docs/spec/tvm-formats.md part 2
+// section 3 (the relax VM executable): header, function table, memory scopes (V2 magic), constant
+// pool, code. Every read is bounds-checked (formats/byte_reader.h; tensor constants:
+// formats/ndarray_record.h) and every index the code holds is validated here, once, so a corrupt
+// blob is a ValueError and the interpreter never meets an out-of-range register, constant,
+// function or jump target.
 #include <cstring>
 #include <fstream>
 #include <iomanip>

@@ -1,7 +1,7 @@
 // The relax virtual machine (TVM 0.27's `relax.VMExecutable` / `relax.VirtualMachine`): internal
 // declarations shared by the executable loader, the interpreter, storage and the builtins.
 //
-// Formats and semantics: ../shared/spec/TVM_FORMATS.md part 2, sections 3 and 4, checked against
+// Formats and semantics: docs/spec/tvm-formats.md part 2, sections 3 and 4, checked against
 // TVM 0.27's runtime. Everything read from an executable is validated when it is loaded, so the
 // interpreter runs on decoded instructions whose register, constant and function indices and
 // jump targets are known to be in range.

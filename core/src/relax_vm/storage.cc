@@ -1,4 +1,5 @@
-// Memory of the relax VM (TVM_FORMATS.md part 2 section 4.4): allocators, vm.Storage, tensors
+// Memory of the relax VM (docs/spec/tvm-formats.md part 2 section 4.4, memory): allocators,
+// vm.Storage, tensors
 // that are views into a storage (and keep it alive), and the object types the VM introduces.
 //
 // The pooled allocator is TVM's: sizes rounded up to 4096 bytes, freed buffers kept per size

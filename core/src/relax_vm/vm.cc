@@ -1,5 +1,5 @@
-// The relax VM module ("relax.VirtualMachine") and its interpreter: TVM_FORMATS.md part 2,
-// sections 4.1 (module protocol) and 4.2 (semantics), as TVM 0.27's vm.cc behaves.
+// The relax VM module ("relax.VirtualMachine") and its interpreter: docs/spec/tvm-formats.md
+// part 2, sections 4.1 (module protocol) and 4.2 (semantics), as TVM 0.27's vm.cc behaves.
 //
 // Everything that can be done once is done in vm_initialization: the function pool is resolved
 // (kernel library first, then the global registry), and every call argument that is not a

@@ -323,7 +323,8 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
       need_code(kTVMStr);
       if (actual->text() != want) fail("");
     } else {
-      // ABI.md 6: a NUL-carrying string comes back as a runtime.String object.
+      // docs/spec/abi.md section 6, objects and containers: a NUL-carrying string comes back as
+      // a runtime.String object.
       need_code(kTVMObjectHandle);
       if (TypeKeyOf(actual->raw().v_handle) != "runtime.String") fail("not a runtime.String");
       if (StringObjectContents(actual->raw().v_handle) != want) fail("contents differ");
@@ -574,8 +575,8 @@ CaseResult RunCase(const json& c, const std::string& lib_dir, int serial) {
   }
   run.Cleanup();
   if (result.ok) {
-    // Ownership rules (ABI.md 4): once the runner dropped everything, each host callable of
-    // the case has been finalized exactly once.
+    // Ownership rules (docs/spec/abi.md section 4, ownership): once the runner dropped
+    // everything, each host callable of the case has been finalized exactly once.
     int live = HostLive(serial), twice = HostFinalizedTwice(serial);
     if (live != 0 || twice != 0) {
       result.ok = false;

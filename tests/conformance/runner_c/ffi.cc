@@ -12,7 +12,8 @@ bool IsKindChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
 }
 
-/*! \brief Split "Kind: message" (first line only); ABI.md 5 defaults the kind to TVMError. */
+/*! \brief Split "Kind: message" (first line only); without a kind it is TVMError
+ *  (docs/spec/abi.md section 5, errors). */
 void SplitFirstLine(const std::string& text, std::string* kind, std::string* message) {
   std::string line = text.substr(0, text.find('\n'));
   size_t colon = line.find(": ");

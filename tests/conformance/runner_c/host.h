@@ -1,5 +1,6 @@
-// The host callbacks of CONFORMANCE.md section 2, written as plain C TVMPackedCFunc callbacks,
-// with finalizers that count so every case can check that each ran exactly once.
+// The host callbacks of docs/spec/conformance.md section 2 (host callbacks), written as plain C
+// TVMPackedCFunc callbacks, with finalizers that count so every case can check that each ran
+// exactly once.
 #ifndef POLYFFI_TESTS_CONFORMANCE_RUNNER_C_HOST_H_
 #define POLYFFI_TESTS_CONFORMANCE_RUNNER_C_HOST_H_
 

@@ -16,7 +16,8 @@ pub struct Function {
 }
 
 // SAFETY: function objects are atomically reference counted and callable from any thread
-// (ABI.md section 8); Rust closures wrapped as functions are required to be Send + Sync.
+// (docs/spec/abi.md section 8, threads); Rust closures wrapped as functions are required to be
+// Send + Sync.
 unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 

@@ -231,7 +231,8 @@ pub struct Object {
     handle: NonNull<c_void>,
 }
 
-// SAFETY: runtime objects are reference counted atomically and usable from any thread (ABI.md 8).
+// SAFETY: runtime objects are reference counted atomically and usable from any thread
+// (docs/spec/abi.md section 8, threads).
 unsafe impl Send for Object {}
 unsafe impl Sync for Object {}
 

@@ -1,8 +1,8 @@
 //! The shared conformance suite (tests/conformance/cases/*.json), one named test per case
 //! (`cargo test --test conformance values.int` filters), with the host callbacks of
-//! CONFORMANCE.md section 2 written in Rust. Mirrors the C and Python runners: same tags, steps
-//! and checks. Honours tests/conformance/capabilities/rust.json, checks that every host
-//! callable of a case was finalized exactly once, ends with the leak check on
+//! docs/spec/conformance.md section 2 (host callbacks) written in Rust. Mirrors the C and Python
+//! runners: same tags, steps and checks. Honours tests/conformance/capabilities/rust.json, checks
+//! that every host callable of a case was finalized exactly once, ends with the leak check on
 //! testing.live_objects(), and writes build/conformance/rust.json (directory overridable with
 //! POLYFFI_CONFORMANCE_OUT).
 mod common;

@@ -125,7 +125,8 @@ final class Values {
     } else if (a instanceof String) {
       String s = (String) a;
       if (s.indexOf('\0') >= 0) {
-        // A string with NUL bytes travels as a runtime.String object (ABI.md section 6).
+        // A string with NUL bytes travels as a runtime.String object (docs/spec/abi.md section 6,
+        // objects and containers).
         Handle tmp = runtimeString(s);
         f.temp(tmp);
         f.set(i, tmp.handle(), OBJECT);

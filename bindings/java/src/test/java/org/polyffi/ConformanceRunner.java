@@ -14,8 +14,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Runs one case of tests/conformance/cases/*.json through the Java binding. Mirrors the C and
- * Python runners: the same tags, steps and checks, with the host callbacks of CONFORMANCE.md
- * section 2 written in Java.
+ * Python runners: the same tags, steps and checks, with the host callbacks of
+ * docs/spec/conformance.md section 2 (host callbacks) written in Java.
  */
 final class ConformanceRunner {
   /** A case did not behave as its file says. */
