@@ -29,5 +29,11 @@ if [ -z "${TVM_COMPAT_ONLY:-}" ]; then
   echo "--- docs/compatibility.md matches both libraries (tools/tvm-compat/surface.py)"
   PYTHONPATH="$TVM018_PYTHONPATH" "$TVM018_PYTHON" "$root/tools/tvm-compat/surface.py" render \
     --tvm "$TVM018_RUNTIME_DIR" --polyffi "$drop_in" --check || status=1
+  # TVM 0.27's table: its runtime libraries from the apache-tvm wheel over apache-tvm-ffi (no
+  # compiler, no numpy; the wheel is downloaded once into build/tvm027-runtime).
+  echo "--- docs/compatibility.md's TVM 0.27 table matches TVM 0.27's runtime (surface027.py)"
+  eval "$("$root/tools/tvm-fixtures/setup-tvm027-runtime.sh")"
+  "$TVM027_RT_PYTHON" "$root/tools/tvm-compat/surface027.py" render \
+    --polyffi "$build/lib/libpolyffi.so" --check || status=1
 fi
 exit $status

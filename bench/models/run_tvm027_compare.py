@@ -54,9 +54,17 @@ def build_tvm_driver(env, build):
     return out
 
 
-def runs():
-    """(model, batch, run directory, io.txt) at batch 1 and the largest batch of each model."""
+def runs(runtime=False):
+    """(model, batch, run directory, io.txt) at batch 1 and the largest batch of each model; with
+    runtime, the first run of each runtime-library fixture (tvm027/runtime) the C drivers can
+    feed (tensor inputs, tensor or flat-tuple result: those with an r0_io.txt), batch 0."""
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    if runtime:
+        for model in manifest.get("runtime", {}):
+            d = FIXTURES / "runtime" / model
+            if (d / "r0_io.txt").exists():
+                yield model, 0, d, "r0_io.txt"
+        return
     for model in manifest["relax"]:
         d = FIXTURES / "relax" / model
         batches = sorted(r["batch"] for r in json.loads((d / "io.json").read_text())["runs"])
@@ -95,13 +103,13 @@ def instructions(cmd, loop, library, iters=200):
 
 def table(title, columns, rows):
     print(f"\n{title}")
-    header = f"{'model':<13}{'batch':>6}" + "".join(
+    header = f"{'model':<16}{'batch':>6}" + "".join(
         f"{c.removesuffix('_ns') + ' polyffi':>20}{c.removesuffix('_ns') + ' TVM':>16}{'ratio':>7}"
         for c in columns)
     print(header)
     print("-" * len(header))
     for model, batch, med in rows:
-        line = f"{model:<13}{batch:>6}"
+        line = f"{model:<16}{batch:>6}"
         for key in columns:
             p, t = med["polyffi"][key], med["tvm"][key]
             line += f"{p:>20.0f}{t:>16.0f}{p / t:>7.2f}"
@@ -121,6 +129,9 @@ def main():
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="per process: the median timed batch, or the fastest (on a loaded "
                          "machine); across rounds always the median")
+    ap.add_argument("--runtime-fixtures", action="store_true",
+                    help="C drivers only: the runtime-library fixtures (tvm027/runtime) instead "
+                         "of the relax models")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
@@ -138,7 +149,7 @@ def main():
 
     if not args.no_c:
         rows = []
-        for model, batch, d, io in runs():
+        for model, batch, d, io in runs(args.runtime_fixtures):
             ours = [ours_c, d, io]
             theirs = [theirs_c, env["TVM027_RUNTIME"], d, io]
             samples = {"polyffi": [], "tvm": []}
@@ -168,7 +179,7 @@ def main():
               ["forward_ns", "end_to_end_ns"] + (["runtime_ns"] if args.instructions else []),
               rows)
 
-    if not args.no_python and not args.instructions:
+    if not args.no_python and not args.instructions and not args.runtime_fixtures:
         rows = []
         script = HERE / "vm_bench_py.py"
         for model, batch, d, _ in runs():

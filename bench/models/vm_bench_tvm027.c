@@ -145,6 +145,13 @@ int main(int argc, char** argv) {
   /* libtvm_runtime holds the relax VM, its builtins and the relax.VMExecutable loader; GLOBAL
    * as TVM's Python loads it (kernels import TVMFFIErrorSetRaisedFromCStrParts from the scope). */
   if (dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) == NULL) bench_fail("dlopen", dlerror());
+  /* Its neighbour libtvm_runtime_extra.so registers the contrib kernels (tvm.contrib.sort.*,
+   * tvm.contrib.random.*) that the runtime-library fixtures call; TVM's Python loads it too. */
+  char extra[1024];
+  const char* slash = strrchr(argv[1], '/');
+  snprintf(extra, sizeof(extra), "%.*slibtvm_runtime_extra.so",
+           slash ? (int)(slash - argv[1] + 1) : 0, argv[1]);
+  if (dlopen(extra, RTLD_NOW | RTLD_GLOBAL) == NULL) bench_fail("dlopen", dlerror());
   bench_parse_run(argv[2], argv[3]);
   double min_ms = argc > 4 ? atof(argv[4]) : 40;
   f_array_get_item = global("ffi.ArrayGetItem");

@@ -5,14 +5,14 @@
 export type Arg =
   | number | bigint | boolean | string | null | undefined
   | Float | Int | Buffer | ArrayBuffer | NodeJS.TypedArray
-  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef
+  | Device | DataType | Shape | PackedFunc | Module | NDArray | ObjectRef
   | ((...args: any[]) => any)
   | Arg[] | Map<Arg, Arg> | { [key: string]: Arg };
 
 /** A value returned by a PackedFunc (numbers are Int / Float boxes under exactNumbers(true)). */
 export type Result =
   | number | bigint | boolean | string | null | Float | Int | Buffer
-  | Device | DataType | PackedFunc | Module | NDArray | ObjectRef | ((...args: any[]) => any);
+  | Device | DataType | Shape | PackedFunc | Module | NDArray | ObjectRef | ((...args: any[]) => any);
 
 export declare const version: string;
 export declare function runtimeVersion(): string;
@@ -130,6 +130,15 @@ export declare class Int {
 export declare function float(x: number): Float;
 export declare function int(x: number | bigint): Int;
 
+/**
+ * A shape (runtime.ShapeTuple): an Array of dimensions, numbers within +-(2^53-1) and bigints
+ * beyond. Every returned shape is a Shape; make one to pass with shape([...]) (a plain array
+ * passes as a runtime Array). map/filter/slice give plain arrays.
+ */
+export declare class Shape extends Array<number | bigint> {}
+/** A Shape from integer numbers (safe integers) or bigints (int64); TypeError / RangeError. */
+export declare function shape(dims: Iterable<number | bigint>): Shape;
+
 export declare class FFIError extends Error {
   constructor(message: string, kind?: string);
   /** "ValueError", "TypeError", ... or the kind a callback's error carried. */
@@ -137,11 +146,24 @@ export declare class FFIError extends Error {
 }
 
 export declare class GraphModule {
-  constructor(module: Module);
+  constructor(module: Module, runner?: Module | null);
   static create(graphJson: string, lib: Module, device?: Device): GraphModule;
-  /** A library exported by TVM (a GraphExecutorFactory): its default(device), params set. */
+  /** A library exported by TVM (a GraphExecutorFactory), over the core's model runner. */
   static fromFactory(factory: Module, device?: Device): GraphModule;
+  /** graph.json + kernel library + params, over the core's model runner. */
+  static fromParts(graphJson: string, lib: Module, params: Buffer | Uint8Array | null,
+    device?: Device): GraphModule;
   readonly module: Module;
+  /** The core's model runner (fromFactory), or null for a bare executor. */
+  readonly runner: Module | null;
+  /** The graph's inputs that are not weights: what infer takes by position. */
+  readonly inputNames: string[];
+  /** Stateless run: inputs by position or as { name: array }; every output, new. */
+  infer(...inputs: (NDArray | NodeJS.TypedArray)[]): NDArray[];
+  infer(named: Record<string, NDArray | NodeJS.TypedArray>): NDArray[];
+  /** infer() on the libuv pool: concurrent calls run in parallel. */
+  inferAsync(...inputs: (NDArray | NodeJS.TypedArray)[]): Promise<NDArray[]>;
+  inferAsync(named: Record<string, NDArray | NodeJS.TypedArray>): Promise<NDArray[]>;
   setInput(nameOrIndex: string | number, array: NDArray | NodeJS.TypedArray): this;
   run(): void;
   runAsync(): Promise<void>;
@@ -155,7 +177,7 @@ export declare class GraphModule {
   [Symbol.dispose](): void;
 }
 
-/** A relax VM argument: NDArrays and TypedArrays (1-D) pass zero-copy when 64-byte aligned. */
+/** A relax VM argument: NDArrays and TypedArrays (1-D); the core copies what is misaligned. */
 export type VMArg = NDArray | NodeJS.TypedArray | number | bigint | boolean | string | null |
   Float | Int | VMArg[];
 /** A VM function's result: an NDArray, or an array of results for a relax Tuple. */
@@ -170,8 +192,10 @@ export interface VMFunction {
 /** A relax VM executable (TVM 0.2x's export_library) run by function name. */
 export declare class VirtualMachine {
   constructor(lib: Module, device?: Device, options?: { allocator?: 'pooled' | 'naive' });
-  /** The VM module (lib's vm_load_executable()). */
+  /** The runner's own VM module (lib's vm_load_executable()), for the stateful API. */
   readonly module: Module;
+  /** The core's model runner (polyffi.runner.vm): invoke runs on its pool. */
+  readonly runner: Module;
   readonly device: Device;
   invoke(name: string, ...args: VMArg[]): VMResult;
   invokeAsync(name: string, ...args: VMArg[]): Promise<VMResult>;
@@ -196,6 +220,7 @@ declare const ffi: {
   Array: typeof FFIArray; Map: typeof FFIMap; NDArray: typeof NDArray; nd: typeof nd;
   Device: typeof Device; cpu: typeof cpu; DataType: typeof DataType;
   Float: typeof Float; Int: typeof Int; float: typeof float; int: typeof int;
+  Shape: typeof Shape; shape: typeof shape;
   FFIError: typeof FFIError; GraphModule: typeof GraphModule;
   VirtualMachine: typeof VirtualMachine;
 };

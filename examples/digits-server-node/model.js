@@ -1,9 +1,9 @@
 'use strict';
-// The digits classifier behind the server: graph executors over one loaded model library, in a
-// small pool per batch size so concurrent requests never share an executor's input buffer.
+// The digits classifier behind the server: one GraphModule per batch size over one loaded model
+// library, each backed by polyffi's model runner, whose inferAsync is stateless: concurrent
+// requests share it, and the runner gives each call an executor of its own (sharing the weights).
 // Batches are padded to a power of two (at most MAX_CHUNK rows) and larger ones are split, so
-// only a handful of executor shapes exist. Inference runs with GraphModule.runAsync: on the libuv
-// pool, never on the event loop.
+// only a handful of graph shapes exist. Inference runs on the libuv pool, never on the event loop.
 const fs = require('node:fs');
 const path = require('node:path');
 const ffi = (() => {
@@ -19,13 +19,12 @@ const CLASSES = 10;
 const MAX_CHUNK = 256;
 
 class DigitsModel {
-  constructor({ modelDir, libPath, executorsPerShape = 4 }) {
+  constructor({ modelDir, libPath }) {
     this.lib = ffi.loadModule(libPath);
     this.params = fs.readFileSync(path.join(modelDir, 'params.bin'));
     this.graph = JSON.parse(fs.readFileSync(path.join(modelDir, 'graph.json'), 'utf8'));
     this.batchOfGraph = this.graph.attrs.shape[1][0][0];
-    this.executorsPerShape = executorsPerShape;
-    this.pools = new Map();  // rows -> { idle: GraphModule[], made: number, waiting: resolve[] }
+    this.models = new Map();  // rows -> GraphModule (thread-safe inferAsync)
   }
 
   graphFor(rows) {
@@ -34,27 +33,13 @@ class DigitsModel {
     return JSON.stringify(g);
   }
 
-  async acquire(rows) {
-    let pool = this.pools.get(rows);
-    if (!pool) {
-      pool = { idle: [], made: 0, waiting: [] };
-      this.pools.set(rows, pool);
+  modelFor(rows) {
+    let gm = this.models.get(rows);
+    if (!gm) {
+      gm = ffi.GraphModule.fromParts(this.graphFor(rows), this.lib, this.params);
+      this.models.set(rows, gm);
     }
-    if (pool.idle.length > 0) return pool.idle.pop();
-    if (pool.made < this.executorsPerShape) {
-      pool.made += 1;
-      const gm = ffi.GraphModule.create(this.graphFor(rows), this.lib);
-      gm.loadParams(this.params);
-      return gm;
-    }
-    return new Promise((resolve) => pool.waiting.push(resolve));
-  }
-
-  release(rows, gm) {
-    const pool = this.pools.get(rows);
-    const next = pool.waiting.shift();
-    if (next) next(gm);
-    else pool.idle.push(gm);
+    return gm;
   }
 
   // rows x 64 floats (a Float32Array) -> rows x 10 probabilities (a Float32Array).
@@ -63,16 +48,12 @@ class DigitsModel {
     while (padded < rows) padded *= 2;
     const input = new Float32Array(padded * FEATURES);
     input.set(x);
-    const gm = await this.acquire(padded);
-    const out = new Float32Array(padded * CLASSES);
+    const [out] = await this.modelFor(padded).inferAsync(input);
     try {
-      gm.setInput(0, input);
-      await gm.runAsync();
-      gm.getOutput(0, out);
+      return out.toTypedArray().slice(0, rows * CLASSES);
     } finally {
-      this.release(padded, gm);
+      out.dispose();
     }
-    return out.subarray(0, rows * CLASSES);
   }
 
   async classify(x) {
@@ -94,8 +75,8 @@ class DigitsModel {
   }
 
   dispose() {
-    for (const pool of this.pools.values()) for (const gm of pool.idle) gm.dispose();
-    this.pools.clear();
+    for (const gm of this.models.values()) gm.dispose();
+    this.models.clear();
     this.lib.dispose();
   }
 }

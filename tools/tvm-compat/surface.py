@@ -56,9 +56,6 @@ REASONS = [
     (r"^(tvm\.contrib\.(cblas|dnnl)|runtime\.DNNLJSONRuntimeCreate|"
      r"runtime\.module\.loadbinary_dnnl_json)",
      "vendor-library kernels (OpenBLAS, oneDNN BYOC): polyffi links no vendor libraries"),
-    (r"^tvm\.contrib\.(sort|random)\.",
-     "contrib extern kernels (sort/top-k, random): not provided; a model compiled with these "
-     "ops fails with a clear 'cannot find function' error at its first call"),
     (r"^(tvm\.contrib\.nvcc|tvm_callback_)", "compiler callbacks (build time, not deployment)"),
     (r"^(runtime\.profiling\.|profiling\.|(Default|CPU)?TimerNode$|tvm\.graph_executor_debug|"
      r"debug_create$)",

@@ -16,7 +16,13 @@ out_dir defaults to tests/tvm_models/tvm027. It writes
                              the errors TVM raised for a wrong input shape / dtype / arity and
                              the executable's function table (`globals`)
   relax/<name>/b<B>_io.txt   the same run, one line per tensor, for plain C programs
+  runtime/<name>.so          relax models that call TVM's runtime library at run time (contrib
+                             sort/random, relax.run.unique/nonzero, tensor_to_shape) or take
+                             Shape/int arguments; runtime/<name>/io.json: runs with typed inputs
+                             and TVM's result as a tree (tensors, shapes, ints, tuples)
   manifest.json              versions, target, this script, host global names, sha256 per file
+
+With --runtime-only only runtime/ is rebuilt (and the manifest's runtime part and checksums).
 Inputs and outputs are raw little-endian C-order arrays. Every output is what TVM 0.27's own
 runtime computed (`tvm.runtime.load_module` of the exported file + `tvm.relax.VirtualMachine` /
 the kernel function), checked against numpy, so tests compare polyffi against TVM.
@@ -443,32 +449,295 @@ def build_relax(out):
     return summary
 
 
+# ---------------------------------------------------------------- runtime-library models
+# Relax models whose executables call TVM's runtime library at run time (contrib sort and
+# random, data-dependent outputs, shapes from data) or use the VM's other value kinds (Shape and
+# int arguments, two symbolic dimensions, float16/int kernels, recursion and closures, nested
+# tuples). Written in TVMScript; committed under runtime/.
+
+
+def _runtime_models():
+    from tvm.script import ir as I  # noqa: E741, N812
+    from tvm.script import relax as R  # noqa: N812
+    from tvm.script import tirx as T  # noqa: N812
+
+    @I.ir_module
+    class SortOps:
+        @R.function
+        def forward(x: R.Tensor((4, 6), "float32"), h: R.Tensor((3, 5), "float16"),
+                    i: R.Tensor((2, 7), "int32")):
+            a = R.sort(x, axis=1)
+            b = R.argsort(x, axis=-1, descending=True, dtype="int32")
+            c = R.topk(x, k=3, axis=1, ret_type="both", largest=True, dtype="int64")
+            d = R.topk(i, k=2, axis=0, ret_type="indices", largest=False, dtype="int32")
+            e = R.sort(h, axis=0, descending=True)
+            f = R.argsort(h, axis=1, dtype="int64")
+            g = R.topk(h, k=2, axis=-1, ret_type="values", largest=True)
+            return (a, b, c[0], c[1], d, e, f, g)
+
+    @I.ir_module
+    class UniqueNonzero:
+        @R.function
+        def forward(x: R.Tensor((12,), "int32"), y: R.Tensor((5, 3), "float32")):
+            u1 = R.unique(x)
+            u2 = R.unique(x, sorted=False, return_index=True, return_inverse=True,
+                          return_counts=True)
+            u3 = R.unique(y, sorted=True, return_counts=True, axis=0)
+            nz = R.nonzero(y)
+            return (u1, u2, u3, nz)
+
+    @I.ir_module
+    class ShapeFromData:
+        @R.function
+        def forward(x: R.Tensor(("n",), "float32"), s: R.Tensor((2,), "int64")):
+            p = T.int64()
+            q = T.int64()
+            shp = R.tensor_to_shape(s)
+            y = R.match_cast(R.reshape(x, shp), R.Tensor((p, q), "float32"))
+            z = R.add(y, R.const(1.0, "float32"))
+            back = R.shape_to_tensor(R.shape_of(z))
+            return (z, shp, back)
+
+    @I.ir_module
+    class ShapeIntArgs:
+        @R.function
+        def forward(x: R.Tensor(("n", "m"), "float32"), s: R.Shape(["a", "b"]),
+                    k: R.Prim("int64")):
+            n = T.int64()
+            m = T.int64()
+            a = T.int64()
+            b = T.int64()
+            y = R.reshape(x, R.shape([a, b]))
+            z = R.multiply(y, R.const(2.0, "float32"))
+            t = R.permute_dims(x)
+            return (z, t, R.shape_of(t), s, k, R.prim_value(n * m))
+
+    @I.ir_module
+    class Float16Int:
+        @R.function
+        def forward(a: R.Tensor(("n", "m"), "float16"), b: R.Tensor(("n", "m"), "float16"),
+                    i: R.Tensor(("n", "m"), "int32")):
+            p = R.add(R.multiply(a, b), a)
+            q = R.astype(p, "float32")
+            r = R.add(R.multiply(i, R.const(3, "int32")), R.floor_divide(i, R.const(2, "int32")))
+            s = R.sum(i, axis=1)
+            return (p, q, r, s)
+
+    @I.ir_module
+    class ControlFlow:
+        @R.function
+        def fact(n: R.Tensor((), "int64"), acc: R.Tensor((), "int64")) -> R.Tensor((), "int64"):
+            if R.greater(n, R.const(0, "int64")):
+                r = ControlFlow.fact(R.subtract(n, R.const(1, "int64")), R.multiply(acc, n))
+            else:
+                r = acc
+            return r
+
+        @R.function
+        def double(y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            return R.add(y, y)
+
+        @R.function
+        def apply(f: R.Callable([R.Tensor((4,), "float32")], R.Tensor((4,), "float32")),
+                  y: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            return f(y)  # a function value: vm.builtin.invoke_closure
+
+        @R.function
+        def forward(n: R.Tensor((), "int64"), x: R.Tensor((4,), "float32")):
+            f = ControlFlow.fact(n, R.const(1, "int64"))
+            # (An inner function capturing a tensor, lifted to a closure, fails inside TVM 0.27's
+            # own relax.build; a global function passed as a value is the closure here.)
+            z = R.add(R.multiply(x, x), x)
+            if R.greater(f, R.const(10, "int64")):
+                w = R.subtract(z, x)
+            else:
+                w = R.add(z, x)
+            h = ControlFlow.apply(ControlFlow.double, w)
+            return (f, z, w, h)
+
+    @I.ir_module
+    class NestedTuple:
+        @R.function
+        def forward(a: R.Tensor((2, 3), "float32"), b: R.Tensor((3,), "float32")):
+            inner = (R.multiply(b, R.const(2.0, "float32")),)
+            left = (R.add(a, R.const(1.0, "float32")), inner)
+            right = (R.sum(a, axis=0), (R.add(a, b), inner[0]))
+            both = (left, right)
+            pick = both[1][1][0]
+            return (both, pick)
+
+    @I.ir_module
+    class RandomSeeded:
+        @R.function
+        def forward(x: R.Tensor((4, 4), "float32")):
+            u = R.call_dps_packed(
+                "tvm.contrib.random.uniform",
+                (R.prim_value(7), R.prim_value(11), R.prim_value(T.float64(-1.0)),
+                 R.prim_value(T.float64(1.0))),
+                out_ty=R.Tensor((4, 4), "float32"))
+            g = R.call_dps_packed(
+                "tvm.contrib.random.normal",
+                (R.prim_value(3), R.prim_value(5), R.prim_value(T.float64(0.5)),
+                 R.prim_value(T.float64(2.0))),
+                out_ty=R.Tensor((2, 8), "float32"))
+            return (R.add(x, u), g)
+
+    return {
+        "sort_ops": SortOps,
+        "unique_nonzero": UniqueNonzero,
+        "shape_from_data": ShapeFromData,
+        "shape_int_args": ShapeIntArgs,
+        "float16_int": Float16Int,
+        "control_flow": ControlFlow,
+        "nested_tuple": NestedTuple,
+        "random_seeded": RandomSeeded,
+    }
+
+
+def _runtime_inputs(rng):
+    """Per model: runs of named arguments (numpy arrays, tvm_ffi.Shape, int)."""
+    ties = rng.integers(0, 5, (4, 6)).astype("float32")  # ties: sorting must be stable
+    return {
+        "sort_ops": [{"x": ties, "h": (rng.integers(-4, 4, (3, 5)) / 2).astype("float16"),
+                      "i": rng.integers(-3, 3, (2, 7)).astype("int32")}],
+        "unique_nonzero": [{
+            "x": np.array([5, 3, 5, -1, 0, 3, 3, 9, -1, 0, 7, 5], "int32"),
+            "y": np.array([[1, 0, 2], [0, 0, 0], [1, 0, 2], [-3.5, 0, 0], [0, 0, 0]], "float32")}],
+        "shape_from_data": [{"x": np.arange(12, dtype="float32"), "s": np.array([3, 4], "int64")},
+                            {"x": np.arange(6, dtype="float32") * 0.5,
+                             "s": np.array([6, 1], "int64")}],
+        "shape_int_args": [{"x": rng.standard_normal((2, 6)).astype("float32"),
+                            "s": tvm_ffi.Shape([3, 4]), "k": 42},
+                           {"x": rng.standard_normal((5, 1)).astype("float32"),
+                            "s": tvm_ffi.Shape([1, 5]), "k": -7}],
+        "float16_int": [{"a": rng.standard_normal((3, 5)).astype("float16"),
+                         "b": rng.standard_normal((3, 5)).astype("float16"),
+                         "i": rng.integers(-100, 100, (3, 5)).astype("int32")},
+                        {"a": rng.standard_normal((1, 9)).astype("float16"),
+                         "b": rng.standard_normal((1, 9)).astype("float16"),
+                         "i": rng.integers(-100, 100, (1, 9)).astype("int32")}],
+        "control_flow": [{"n": np.array(5, "int64"), "x": np.array([1, -2, 3.5, 0], "float32")},
+                         {"n": np.array(2, "int64"), "x": np.array([0.5, 1, 2, 4], "float32")}],
+        "nested_tuple": [{"a": rng.standard_normal((2, 3)).astype("float32"),
+                          "b": rng.standard_normal(3).astype("float32")}],
+        "random_seeded": [{"x": np.zeros((4, 4), "float32")}],
+    }
+
+
+def _describe_value(value, d, stem):
+    """A TVM result as JSON (tensors saved as raw files); Arrays recursively."""
+    if isinstance(value, tvm.runtime.Tensor):
+        arr = value.numpy()
+        save_raw(d / f"{stem}.bin", arr)
+        return {"kind": "tensor", **tensor_entry(stem, arr, f"{stem}.bin")}
+    if isinstance(value, tvm_ffi.Shape):
+        return {"kind": "shape", "value": [int(v) for v in value]}
+    if isinstance(value, bool | int):
+        return {"kind": "int", "value": int(value)}
+    if isinstance(value, tvm_ffi.Array | tuple | list):
+        return {"kind": "tuple",
+                "items": [_describe_value(v, d, f"{stem}_{i}") for i, v in enumerate(value)]}
+    raise TypeError(f"unexpected result {type(value)}")
+
+
+def _write_io_txt(path, lib_name, run):
+    """The bench drivers' one-line-per-tensor form (see build_relax), for runs whose inputs are
+    all tensors and whose result is a tensor or a flat tuple of tensors."""
+    out = run["output"]
+    items = out["items"] if out["kind"] == "tuple" else [out]
+    if any(i["kind"] != "tensor" for i in run["inputs"] + items):
+        return
+    codes = {"int": 0, "uin": 1, "flo": 2}
+    lines = [f"library {lib_name}"]
+    for t in run["inputs"]:
+        bits = int("".join(ch for ch in t["dtype"] if ch.isdigit()))
+        lines.append(f"input {t['name']} {codes[t['dtype'][:3]]} {bits} {len(t['shape'])} "
+                     + " ".join(str(x) for x in t["shape"]) + f" {t['file']}")
+    for i, t in enumerate(items):
+        n = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
+        lines.append(f"output {i} {n} {t['file']}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def build_runtime(out):
+    rdir = out / "runtime"
+    rdir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(SEED + 3)
+    inputs = _runtime_inputs(rng)
+    summary = {}
+    for name, mod in _runtime_models().items():
+        d = rdir / name
+        d.mkdir(parents=True, exist_ok=True)
+        lib_name = f"{name}.so"
+        relax.build(mod, target=target()).export_library(str(rdir / lib_name))
+        lib = tvm.runtime.load_module(str(rdir / lib_name))
+        vm = relax.VirtualMachine(lib, tvm.cpu())
+        io = {"kind": "relax_runtime", "name": name, "library": lib_name, "function": "forward",
+              "param_names": [vm["get_function_param_name"]("forward", i)
+                              for i in range(vm["get_function_arity"]("forward"))],
+              "runs": []}
+        for r, args in enumerate(inputs[name]):
+            run = {"inputs": []}
+            call = []
+            for k, v in args.items():
+                if isinstance(v, np.ndarray):
+                    f = f"r{r}_input_{k}.bin"
+                    save_raw(d / f, v)
+                    run["inputs"].append({"kind": "tensor", **tensor_entry(k, v, f)})
+                    call.append(tvm.runtime.tensor(v))
+                elif isinstance(v, tvm_ffi.Shape):
+                    run["inputs"].append({"kind": "shape", "name": k, "value": list(v)})
+                    call.append(v)
+                else:
+                    run["inputs"].append({"kind": "int", "name": k, "value": int(v)})
+                    call.append(v)
+            result = vm["forward"](*call)  # TVM 0.27's runtime computes the reference
+            run["output"] = _describe_value(result, d, f"r{r}_output")
+            io["runs"].append(run)
+            _write_io_txt(d / f"r{r}_io.txt", lib_name, run)
+        stats = lib["stats"]()
+        line = next(x for x in stats.splitlines() if x.strip().startswith("Globals"))
+        io["globals"] = [g.strip() for g in line.split("[", 1)[1].rstrip("]").split(",")]
+        (d / "io.json").write_text(json.dumps(io, indent=1) + "\n")
+        summary[name] = {"library": lib_name, "runs": len(io["runs"])}
+        print("built runtime", name, flush=True)
+    return summary
+
+
 def main():
-    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/tvm_models/tvm027"
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    runtime_only = "--runtime-only" in sys.argv[1:]
+    out = pathlib.Path(args[0]) if args else ROOT / "tests/tvm_models/tvm027"
     out.mkdir(parents=True, exist_ok=True)
-    kernel_errors = build_kernels(out)
-    print("built kernels", flush=True)
-    relax_models = build_relax(out)
+    manifest_path = out / "manifest.json"
+    if runtime_only:
+        # Only runtime/ (the other fixtures stay as committed; dyn_batch.so is not reproducible).
+        manifest = json.loads(manifest_path.read_text())
+    else:
+        kernel_errors = build_kernels(out)
+        print("built kernels", flush=True)
+        relax_models = build_relax(out)
+        manifest = {
+            "tvm_version": tvm.__version__,
+            "tvm_ffi_version": tvm_ffi.__version__,
+            "source": "pip install apache-tvm==0.27.0.post1 (PyPI)",
+            "target": TARGET_JSON,
+            "generator": "tools/tvm-fixtures/generate_tvm027.py",
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "seed": SEED,
+            "host_global": HOST_GLOBAL,
+            "kernels": sorted(p.stem for p in (out / "kernels").glob("*.so")),
+            "relax": relax_models,
+            "two_funcs": {"tvm_errors": {k: v for k, v in kernel_errors.items()}},
+        }
+    manifest["runtime"] = build_runtime(out)
     files = sorted(p for p in out.rglob("*")
                    if p.is_file() and p.name not in ("manifest.json", "README.md"))
-    manifest = {
-        "tvm_version": tvm.__version__,
-        "tvm_ffi_version": tvm_ffi.__version__,
-        "source": "pip install apache-tvm==0.27.0.post1 (PyPI)",
-        "target": TARGET_JSON,
-        "generator": "tools/tvm-fixtures/generate_tvm027.py",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "seed": SEED,
-        "host_global": HOST_GLOBAL,
-        "kernels": sorted(p.stem for p in (out / "kernels").glob("*.so")),
-        "relax": relax_models,
-        "two_funcs": {"tvm_errors": {k: v for k, v in kernel_errors.items()}},
-        "sha256": {
-            str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files
-        },
+    manifest["sha256"] = {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 'use strict';
 // GraphModule: the graph executor's functions behind named methods. TypedArrays and Buffers
 // pass as zero-copy views shaped like the executor's own input / output.
+// GraphModule.fromFactory is backed by the core's model runner (polyffi.runner.graph): infer /
+// inferAsync are stateless (inputs in, outputs out) and run on an executor of the runner's pool,
+// which share the weights, so concurrent inferAsync calls run in parallel on the libuv pool.
 const { getGlobalFunc, Module } = require('./registry');
 const { FFIError } = require('./errors');
 const { NDArray, nd } = require('./ndarray');
@@ -12,7 +15,7 @@ class GraphModule {
    * From a graph-executor module: what tvm.graph_executor.create returns, or what the
    * `default(device)` of a library exported by TVM (a GraphExecutorFactory) returns.
    */
-  constructor(module) {
+  constructor(module, runner = null) {
     if (!(module instanceof Module)) {
       throw new FFIError('polyffi: GraphModule needs a graph-executor module', 'TypeError');
     }
@@ -38,6 +41,25 @@ class GraphModule {
     }
     this._inputShapes = new Map();
     this._outputShapes = new Map();
+    /** The core's model runner (infer), or null for a bare executor. */
+    this.runner = null;
+    this._infer = null;
+    this._inputNames = [];
+    this._retired = [];
+    if (runner) this._useRunner(runner);
+  }
+
+  _useRunner(runner) {
+    const names = runner.getFunction('input_names');
+    try {
+      this._inputNames = GraphModule._outputs(names());
+    } finally {
+      names.dispose();
+    }
+    // The old runner may have calls in flight on the libuv pool: released in dispose().
+    if (this.runner) this._retired.push(this._infer, this.runner);
+    this._infer = runner.getFunction('run');
+    this.runner = runner;
   }
 
   /** tvm.graph_executor.create(graphJson, lib, device) as a GraphModule. */
@@ -60,11 +82,89 @@ class GraphModule {
       throw new FFIError(`polyffi: GraphModule.fromFactory needs a GraphExecutorFactory, not a ${key} ` +
         'module (for separate graph.json + library use GraphModule.create)', 'TypeError');
     }
-    const make = factory.getFunction('default');
+    const runner = getGlobalFunc('polyffi.runner.graph')(factory, device.deviceType,
+      device.deviceId);
+    const executor = runner.getFunction('executor');
     try {
-      return new GraphModule(make(device));
+      return new GraphModule(executor(), runner);
     } finally {
-      make.dispose();
+      executor.dispose();
+    }
+  }
+
+  /**
+   * The three artifacts of an export (graph JSON, kernel library, params bytes) over the core's
+   * model runner, so infer / inferAsync are available as with fromFactory.
+   */
+  static fromParts(graphJson, lib, params, device = cpu()) {
+    if (!(lib instanceof Module)) {
+      throw new FFIError('polyffi: GraphModule.fromParts needs the kernel library as a Module',
+        'TypeError');
+    }
+    const runner = getGlobalFunc('polyffi.runner.graph')(graphJson, lib, params ?? null,
+      device.deviceType, device.deviceId);
+    const executor = runner.getFunction('executor');
+    try {
+      return new GraphModule(executor(), runner);
+    } finally {
+      executor.dispose();
+    }
+  }
+
+  /** The graph's inputs that are not weights: what infer takes by position. */
+  get inputNames() {
+    return [...this._inputNames];
+  }
+
+  _inferArgs(inputs, temps) {
+    if (!this._infer) {
+      throw new FFIError('polyffi: GraphModule.infer needs a GraphModule made by fromFactory ' +
+        '(a bare executor has no model runner)', 'TypeError');
+    }
+    const named = inputs.length === 1 && inputs[0] !== null && typeof inputs[0] === 'object' &&
+      !(inputs[0] instanceof NDArray) && !ArrayBuffer.isView(inputs[0]);
+    const pairs = named ? Object.entries(inputs[0])
+      : inputs.map((a, i) => [this._inputNames[i] === undefined ? i : this._inputNames[i], a]);
+    const args = [];
+    for (const [key, arr] of pairs) {
+      const index = typeof key === 'string' ? this.getInputIndex(key) : key;
+      // A TypedArray is shaped like the executor's input (a view; the executor copies it).
+      const [value, temp] = this._view(arr, this._inputShapes, index, (i) => this._getInput(i));
+      if (temp) temps.push(temp);
+      if (named) args.push(key);
+      args.push(value);
+    }
+    return args;
+  }
+
+  static _outputs(arr) {
+    try {
+      return arr.toArray();
+    } finally {
+      arr.dispose();
+    }
+  }
+
+  /**
+   * Runs the graph on these inputs (positional, or one object of name: array) and returns every
+   * output as a new NDArray. Stateless and thread-safe: it never touches setInput's inputs.
+   */
+  infer(...inputs) {
+    const temps = [];
+    try {
+      return GraphModule._outputs(this._infer(...this._inferArgs(inputs, temps)));
+    } finally {
+      for (const t of temps) t.dispose();
+    }
+  }
+
+  /** infer() on the libuv pool: concurrent calls run in parallel. */
+  async inferAsync(...inputs) {
+    const temps = [];
+    try {
+      return GraphModule._outputs(await this._infer.callAsync(...this._inferArgs(inputs, temps)));
+    } finally {
+      for (const t of temps) t.dispose();
     }
   }
 
@@ -126,8 +226,17 @@ class GraphModule {
     throw new TypeError('polyffi: this executor has no get_input_index');
   }
 
+  /** Loads a params blob into the executor; infer takes these weights too (a new runner). */
   loadParams(bytes) {
     this._loadParams(bytes);
+    if (this.runner) {
+      const withParams = this.runner.getFunction('with_params');
+      try {
+        this._useRunner(withParams(bytes));
+      } finally {
+        withParams.dispose();
+      }
+    }
   }
 
   dispose() {
@@ -135,7 +244,11 @@ class GraphModule {
       this._getNumInputs, this._getInput, this._getInputIndex, this._loadParams]) {
       if (f) f.dispose();
     }
+    if (this._infer) this._infer.dispose();
     this.module.dispose();
+    if (this.runner) this.runner.dispose();
+    for (const h of this._retired) h.dispose();
+    this._retired = [];
   }
 
   [disposeSymbol]() {

@@ -22,6 +22,7 @@ native.setup({
   DataType: value.DataType,
   Float: value.Float,
   Int: value.Int,
+  Shape: value.Shape,
 });
 
 module.exports = {
@@ -49,6 +50,8 @@ module.exports = {
   Int: value.Int,
   float: value.float,
   int: value.int,
+  Shape: value.Shape,
+  shape: value.shape,
   FFIError,
   GraphModule,
   VirtualMachine,

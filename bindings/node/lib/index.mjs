@@ -5,7 +5,7 @@ export default ffi;
 export const {
   version, runtimeVersion, getGlobalFunc, registerFunc, listGlobalFuncNames, removeGlobalFunc,
   convert, initApi, loadModule, registerObject, PackedFunc, Module, ObjectRef, NDArray, nd,
-  Device, cpu, DataType, Float, Int, float, int, FFIError, GraphModule, VirtualMachine, exactNumbers,
+  Device, cpu, DataType, Float, Int, float, int, Shape, shape, FFIError, GraphModule, VirtualMachine, exactNumbers,
   handleAddress,
 } = ffi;
 export const Array = ffi.Array;

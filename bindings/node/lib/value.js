@@ -62,4 +62,46 @@ class Int {
 const float = (x) => new Float(x);
 const int = (x) => new Int(x);
 
-module.exports = { Device, cpu, DataType, Float, Int, float, int };
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function shapeDim(d, i) {
+  if (typeof d === 'bigint') {
+    if (d < INT64_MIN || d > INT64_MAX) {
+      throw new RangeError(`polyffi: shape dimension ${i} (${d}) is outside the int64 range`);
+    }
+    return d >= -9007199254740991n && d <= 9007199254740991n ? Number(d) : d;
+  }
+  if (typeof d !== 'number' || !Number.isInteger(d)) {
+    throw new TypeError(`polyffi: shape dimension ${i} must be an integer, got ${String(d)}`);
+  }
+  if (!Number.isSafeInteger(d)) {
+    throw new RangeError(`polyffi: shape dimension ${i} (${d}) is not a safe integer; pass a bigint`);
+  }
+  return d;
+}
+
+/**
+ * A shape (TVM's runtime.ShapeTuple, ffi.Shape in TVM 0.27): an Array of integer dimensions.
+ * Every shape a call returns is a Shape; ffi.shape([...]) makes one to pass (a plain array
+ * passes as a runtime.Array). Dimensions within +-(2^53-1) are numbers, beyond that bigints.
+ * map/filter/slice give plain arrays.
+ */
+class Shape extends Array {
+  static get [Symbol.species]() {
+    return Array;
+  }
+}
+
+/** ffi.shape(dims): a Shape from an iterable of integer numbers or bigints. */
+function shape(dims) {
+  if (dims == null || typeof dims[Symbol.iterator] !== 'function') {
+    throw new TypeError('polyffi: ffi.shape() needs an iterable of integers');
+  }
+  const out = new Shape();
+  let i = 0;
+  for (const d of dims) out.push(shapeDim(d, i++));
+  return out;
+}
+
+module.exports = { Device, cpu, DataType, Float, Int, float, int, Shape, shape };

@@ -3,38 +3,28 @@
 // name. Built on the executable module's own protocol, as tvm.relax.VirtualMachine does it:
 //   const vm = new ffi.VirtualMachine(ffi.loadModule('model.so'), ffi.cpu());
 //   const y = vm.invoke('forward', ffi.nd.array(x, [1, 16]));   // or vm.getFunction('forward')(...)
-// Arguments: NDArrays and TypedArrays (1-D; shape them with ffi.nd.array(ta, shape)) pass
-// zero-copy when their data is 64-byte aligned and compact, and are otherwise copied into a new
-// aligned array first: the kernels TVM compiles assume 64-byte-aligned buffers without checking.
-// Results: an NDArray, or a JS array for a relax Tuple. A result holds its own storage, so it
-// stays valid after the next call.
-const { native } = require('./library');
+// Calls run on the core's model runner (polyffi.runner.vm), which owns the VM protocol, stages
+// what TVM's kernels could not take as it is (misaligned or borrowed memory is copied into an
+// aligned array the call owns) and runs each call on a VM of its own pool: invoke / invokeAsync
+// are stateless, so many async calls on one VirtualMachine run in parallel on the libuv pool.
+// TypedArrays are 1-D (shape them with ffi.nd.array(ta, shape)). Results: an NDArray, or a JS
+// array for a relax Tuple. A result holds its own storage, so it stays valid after the next call.
 const { FFIError } = require('./errors');
-const { Module, FFIArray } = require('./registry');
+const { Module, FFIArray, getGlobalFunc } = require('./registry');
 const { NDArray, nd } = require('./ndarray');
-const { Device, cpu } = require('./value');
+const { Device, cpu, Shape } = require('./value');
 const { disposeSymbol } = require('./function');
 
-/** The alignment TVM's compiled kernels assume of every tensor's data. */
-const KERNEL_ALIGNMENT = 64;
-/** vm_initialization's allocator kinds: 1 naive, 2 pooled (TVM's default). */
-const ALLOCATORS = { naive: 1, pooled: 2 };
-
-/** The value passed for `arg`; arrays made for the call go to `temps` (disposed after it). */
-function stage(arg, temps) {
-  if (arg instanceof NDArray) {
-    if (native.isAligned(arg, KERNEL_ALIGNMENT)) return arg;  // one native call on the fast path
-    if (arg.device.deviceType !== 1) return arg;
-    const copy = native.alignedCopy(arg);  // a compact, aligned runtime array
-    temps.push(copy);
-    return copy;
-  }
+/** The value passed for `arg`: a TypedArray as a 1-D view (disposed after the call). */
+function prepare(arg, temps) {
   if (ArrayBuffer.isView(arg) && !(arg instanceof DataView) && !Buffer.isBuffer(arg)) {
-    const staged = native.isAligned(arg, KERNEL_ALIGNMENT) ? nd.array(arg) : native.alignedCopy(arg);
-    temps.push(staged);
-    return staged;
+    const view = nd.array(arg);
+    temps.push(view);
+    return view;
   }
-  if (Array.isArray(arg)) return arg.map((x) => stage(x, temps));  // a tuple parameter
+  if (Array.isArray(arg) && !(arg instanceof Shape)) {
+    return arg.map((x) => prepare(x, temps));  // a tuple parameter (a Shape passes as it is)
+  }
   return arg;
 }
 
@@ -50,19 +40,19 @@ function convertResult(value) {
   return value;
 }
 
-function callStaged(f, args) {
+function callRun(run, name, args) {
   const temps = [];
   try {
-    return convertResult(f(...args.map((a) => stage(a, temps))));
+    return convertResult(run(name, ...args.map((a) => prepare(a, temps))));
   } finally {
     for (const t of temps) t.dispose();
   }
 }
 
-async function callStagedAsync(f, args) {
+async function callRunAsync(run, name, args) {
   const temps = [];
   try {
-    return convertResult(await f.callAsync(...args.map((a) => stage(a, temps))));
+    return convertResult(await run.callAsync(name, ...args.map((a) => prepare(a, temps))));
   } finally {
     for (const t of temps) t.dispose();
   }
@@ -83,12 +73,12 @@ class VirtualMachine {
       throw new FFIError('polyffi: VirtualMachine: device must be an ffi.Device (e.g. ffi.cpu())',
         'TypeError');
     }
-    const alloc = ALLOCATORS[allocator];
-    if (alloc === undefined) {
+    if (allocator !== 'pooled' && allocator !== 'naive') {
       throw new FFIError(`polyffi: VirtualMachine: allocator must be 'pooled' or 'naive', not ` +
         `${JSON.stringify(allocator)}`, 'ValueError');
     }
     const load = lib.getFunction('vm_load_executable', { allowMissing: true });
+    if (load !== null) load.dispose();
     if (load === null) {
       const key = lib.typeKey;
       const hint = /^Graph(Executor|Runtime)/.test(key)
@@ -96,27 +86,17 @@ class VirtualMachine {
       throw new FFIError(`polyffi: VirtualMachine: a ${key} module is not a relax VM executable ` +
         `(it has no vm_load_executable)${hint}`, 'TypeError');
     }
-    let module;
+    /** The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool. */
+    this.runner = getGlobalFunc('polyffi.runner.vm')(lib, device.deviceType, device.deviceId,
+      allocator);
+    this._run = this.runner.getFunction('run');
+    const getVm = this.runner.getFunction('vm');
     try {
-      module = load();
+      /** The runner's own VM: the stateful API and the VM module's other functions. */
+      this.module = getVm();
     } finally {
-      load.dispose();
+      getVm.dispose();
     }
-    try {
-      const init = module.getFunction('vm_initialization');
-      try {
-        const args = [device.deviceType, device.deviceId, alloc];
-        if (device.deviceType !== 1) args.push(1, 0, alloc);
-        init(...args);
-      } finally {
-        init.dispose();
-      }
-    } catch (e) {
-      module.dispose();
-      throw e;
-    }
-    /** The VM module (lib.vm_load_executable()), for its other functions. */
-    this.module = module;
     this.device = device;
     this._functions = new Map();
   }
@@ -138,27 +118,27 @@ class VirtualMachine {
     return f;
   }
 
-  /** Runs VM function `name`: an NDArray, or an array of results for a tuple. */
+  /** Runs VM function `name` (stateless): an NDArray, or an array of results for a tuple. */
   invoke(name, ...args) {
-    return callStaged(this._function(name), args);
+    this._function(name);
+    return callRun(this._run, name, args);
   }
 
-  /** invoke() on the libuv pool: the event loop stays free while the model runs. */
+  /** invoke() on the libuv pool: the event loop stays free; concurrent calls run in parallel. */
   invokeAsync(name, ...args) {
-    let f;
     try {
-      f = this._function(name);
+      this._function(name);
     } catch (e) {
       return Promise.reject(e);
     }
-    return callStagedAsync(f, args);
+    return callRunAsync(this._run, name, args);
   }
 
   /** `vm["name"]`: a JS function running VM function `name` (with `.callAsync(...)`). */
   getFunction(name) {
-    const f = this._function(name);
-    const call = (...args) => callStaged(f, args);
-    call.callAsync = (...args) => callStagedAsync(f, args);
+    this._function(name);
+    const call = (...args) => callRun(this._run, name, args);
+    call.callAsync = (...args) => callRunAsync(this._run, name, args);
     Object.defineProperty(call, 'name', { value: name });
     return call;
   }
@@ -173,7 +153,12 @@ class VirtualMachine {
 
   /** Stores the inputs of `funcName` for invokeStateful (the VM copies them). */
   setInput(funcName, ...args) {
-    callStaged(this._function('set_input'), [funcName, ...args]);
+    const temps = [];
+    try {
+      this._function('set_input')(funcName, ...args.map((a) => prepare(a, temps)));
+    } finally {
+      for (const t of temps) t.dispose();
+    }
   }
 
   /** Runs `funcName` on the inputs given to setInput. */
@@ -197,17 +182,20 @@ class VirtualMachine {
 
   /** The parameter names of `funcName`, in order. */
   paramNames(funcName) {
-    const n = this._function('get_function_arity')(funcName);
-    const get = this._function('get_function_param_name');
-    const out = [];
-    for (let i = 0; i < n; i++) out.push(get(funcName, i));
-    return out;
+    const names = this.runner.getFunction('param_names');
+    try {
+      return convertResult(names(funcName));
+    } finally {
+      names.dispose();
+    }
   }
 
   dispose() {
     for (const f of this._functions.values()) f.dispose();
     this._functions.clear();
+    this._run.dispose();
     this.module.dispose();
+    this.runner.dispose();
   }
 
   [disposeSymbol]() {
@@ -215,5 +203,4 @@ class VirtualMachine {
   }
 }
 
-// stage is exported for the binding's own tests (not part of the public API).
-module.exports = { VirtualMachine, KERNEL_ALIGNMENT, stage };
+module.exports = { VirtualMachine };

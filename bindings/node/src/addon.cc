@@ -34,7 +34,7 @@ static napi_ref RefTo(Napi::Object from, const char* name) {
 }
 
 // setup({ funcProto, token, Module, NDArray, ObjectRef, objectClasses, FFIError, Device,
-//         DataType, Float, Int }): the JS classes the native side creates and recognises.
+//         DataType, Float, Int, Shape }): the JS classes the native side creates and recognises.
 static Napi::Value Setup(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Instance* inst = GetInstance(env);
@@ -54,6 +54,7 @@ static Napi::Value Setup(const Napi::CallbackInfo& info) {
   inst->dtype_cls = RefTo(o, "DataType");
   inst->float_cls = RefTo(o, "Float");
   inst->int_cls = RefTo(o, "Int");
+  inst->shape_cls = RefTo(o, "Shape");
   Napi::Object global = env.Global();
   inst->buffer_cls = RefTo(global, "Buffer");
   inst->map_cls = RefTo(global, "Map");

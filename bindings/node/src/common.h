@@ -89,6 +89,7 @@ struct Instance {
   napi_ref dtype_cls = nullptr;
   napi_ref float_cls = nullptr;  // ffi.Float box (ffi.float(x))
   napi_ref int_cls = nullptr;    // ffi.Int box (ffi.int(x))
+  napi_ref shape_cls = nullptr;  // ffi.Shape (an Array subclass) <-> runtime.ShapeTuple
   napi_ref buffer_cls = nullptr;
   napi_ref map_cls = nullptr;              // the global Map
   std::atomic<int>* sync_depth = nullptr;  // &state->sync_depth, one load on the call path
@@ -97,6 +98,7 @@ struct Instance {
   napi_ref stash = nullptr;
   std::string stash_text;
   int64_t string_tindex = -2;  // type index of runtime.String (-2: unknown yet, -1: none)
+  int64_t shape_tindex = -2;   // type index of runtime.ShapeTuple (the same convention)
 };
 
 Instance* GetInstance(napi_env env);
@@ -171,6 +173,7 @@ class ArgPack {
   bool SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   bool SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return);
   bool SetArray(napi_env env, napi_value v, TVMValue* out, int* code);
+  bool SetShape(napi_env env, napi_value v, TVMValue* out, int* code);
   bool SetMapEntries(napi_env env, napi_value entries_array, TVMValue* out, int* code);
   bool SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code);
   bool CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out, int* code);
@@ -239,6 +242,8 @@ enum CachedGlobal {
   kRuntimeMap,
   kRuntimeString,
   kRuntimeStringBytes,
+  kRuntimeShapeTuple,
+  kRuntimeShapeTupleBytes,
   kNumCachedGlobals
 };
 TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which);

@@ -1,5 +1,7 @@
 // PackedFunc: a callable JS function over a function handle; synchronous calls on the JS thread
 // and callAsync on the libuv pool. Also the handle wrappers every other kind shares.
+#include <polyffi/binding_common.h>
+
 #include <cstring>
 
 #include "common.h"
@@ -8,25 +10,7 @@ namespace polyffi_node {
 
 const napi_type_tag kHandleTag = {0x706f6c7966666900ULL, 0x6e6f64652d726566ULL};
 
-void FreeHandle(void* handle, int code) {
-  if (handle == nullptr) return;
-  switch (code) {
-    case kTVMPackedFuncHandle:
-      TVMFuncFree(handle);
-      break;
-    case kTVMModuleHandle:
-      TVMModFree(handle);
-      break;
-    case kTVMNDArrayHandle:
-      TVMArrayFree(static_cast<TVMArrayHandle>(handle));
-      break;
-    case kTVMObjectHandle:
-      TVMObjectFree(handle);
-      break;
-    default:  // views and plain values own nothing
-      break;
-  }
-}
+void FreeHandle(void* handle, int code) { PolyffiFreeHandle(handle, code); }
 
 void DisposeRef(Ref* ref) {
   if (ref->disposed) return;

@@ -297,8 +297,8 @@ static Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
 }
 
 // isAligned(ndOrTypedArray, alignment): whether the data (data + byte_offset of an array, the
-// first element of a TypedArray) starts on an `alignment`-byte boundary and an array is compact.
-// The kernels TVM compiles assume 64-byte-aligned data; VirtualMachine copies what is not.
+// first element of a TypedArray) starts on an `alignment`-byte boundary and an array is compact
+// (a diagnostic for tests: the core's model runner stages misaligned VM inputs itself).
 static Napi::Value IsAligned(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[1].IsNumber()) {
@@ -331,44 +331,6 @@ static Napi::Value IsAligned(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, compact && addr % static_cast<uintptr_t>(align) == 0);
 }
 
-// alignedCopy(ndOrTypedArray): a new compact CPU array (runtime memory, 64-byte aligned) holding
-// a copy of the array (same shape and dtype) or of the TypedArray (1-D, its element type).
-// VirtualMachine passes this instead of memory the kernels TVM compiles cannot take.
-static Napi::Value AlignedCopy(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Instance* inst = GetInstance(env);
-  DLTensor* out = nullptr;
-  if (info.Length() > 0 && info[0].IsTypedArray()) {
-    Napi::TypedArray ta = info[0].As<Napi::TypedArray>();
-    DLDataType dtype;
-    if (!DTypeOfTypedArray(ta.TypedArrayType(), &dtype)) {
-      Napi::TypeError::New(env, "polyffi: unsupported TypedArray").ThrowAsJavaScriptException();
-      return Napi::Value();
-    }
-    int64_t n = static_cast<int64_t>(ta.ElementLength());
-    if (TVMArrayAlloc(&n, 1, dtype.code, dtype.bits, dtype.lanes, kDLCPU, 0, &out) != 0) {
-      return Napi::Value(env, ThrowLastError(env, inst));
-    }
-    char* src = static_cast<char*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    if (ta.ByteLength() > 0 && TVMArrayCopyFromBytes(out, src, ta.ByteLength()) != 0) {
-      TVMArrayFree(out);
-      return Napi::Value(env, ThrowLastError(env, inst));
-    }
-    return Napi::Value(env, WrapHandle(inst, out, kTVMNDArrayHandle));
-  }
-  DLTensor* t = TensorArg(info, 0);
-  if (t == nullptr) return Napi::Value();
-  if (TVMArrayAlloc(t->shape, t->ndim, t->dtype.code, t->dtype.bits, t->dtype.lanes,
-                    t->device.device_type, t->device.device_id, &out) != 0) {
-    return Napi::Value(env, ThrowLastError(env, inst));
-  }
-  if (TVMArrayCopyFromTo(t, out, nullptr) != 0) {
-    TVMArrayFree(out);
-    return Napi::Value(env, ThrowLastError(env, inst));
-  }
-  return Napi::Value(env, WrapHandle(inst, out, kTVMNDArrayHandle));
-}
-
 void InitNDArray(Napi::Env env, Napi::Object exports) {
   exports.Set("ndEmpty", Napi::Function::New(env, Empty, "ndEmpty"));
   exports.Set("ndFromTypedArray", Napi::Function::New(env, FromTypedArray, "ndFromTypedArray"));
@@ -377,7 +339,6 @@ void InitNDArray(Napi::Env env, Napi::Object exports) {
   exports.Set("ndCopyFrom", Napi::Function::New(env, CopyFrom, "ndCopyFrom"));
   exports.Set("ndToBuffer", Napi::Function::New(env, ToBuffer, "ndToBuffer"));
   exports.Set("isAligned", Napi::Function::New(env, IsAligned, "isAligned"));
-  exports.Set("alignedCopy", Napi::Function::New(env, AlignedCopy, "alignedCopy"));
 }
 
 }  // namespace polyffi_node

@@ -3,9 +3,11 @@
 // In: a safe-integer number is an int (-0 stays a float), any other number a float, a bigint an
 // int64 (RangeError outside), ffi.float / ffi.int boxes force the code, booleans, strings (with
 // embedded NUL: a runtime.String object), Buffer/ArrayBuffer -> bytes, TypedArray -> a DLTensor
-// view, null/undefined -> null, JS function -> callback, array -> runtime.Array, Map or plain
-// object -> runtime.Map, Device, DataType, and every handle-carrying wrapper.
-// Out: an int within +-(2^53-1) is a number, beyond it a bigint; bytes are a Buffer.
+// view, null/undefined -> null, JS function -> callback, ffi.Shape -> runtime.ShapeTuple, any
+// other array -> runtime.Array, Map or plain object -> runtime.Map, Device, DataType, and every
+// handle-carrying wrapper.
+// Out: an int within +-(2^53-1) is a number, beyond it a bigint; bytes are a Buffer; a
+// runtime.ShapeTuple is an ffi.Shape (an Array) of such numbers and bigints.
 #include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
@@ -21,8 +23,9 @@ const char* CodeName(int code) { return PolyffiTypeCodeName(code); }
 TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which) {
   // Looked up once and kept for the life of the process (the registry is never torn down).
   static std::atomic<TVMFunctionHandle> cache[kNumCachedGlobals];
-  static const char* const names[kNumCachedGlobals] = {"runtime.Array", "runtime.Map",
-                                                       "runtime.String", "runtime.StringBytes"};
+  static const char* const names[kNumCachedGlobals] = {
+      "runtime.Array",       "runtime.Map",        "runtime.String",
+      "runtime.StringBytes", "runtime.ShapeTuple", "runtime.ShapeTupleBytes"};
   TVMFunctionHandle f = cache[which].load(std::memory_order_acquire);
   if (f != nullptr) return f;
   if (TVMFuncGetGlobal(names[which], &f) != 0) return ThrowLastError(env, inst), nullptr;
@@ -271,6 +274,51 @@ bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
   return CallForObject(env, f, pack, out, code);
 }
 
+// An ffi.Shape: every element an integral number or a bigint in the int64 range.
+bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeShapeTuple);
+  if (f == nullptr) return false;
+  uint32_t n = 0;
+  napi_get_array_length(env, v, &n);
+  std::vector<TVMValue> dims(n);
+  std::vector<int> codes(n, kTVMArgInt);
+  for (uint32_t i = 0; i < n; ++i) {
+    napi_value item;
+    if (!CheckStatus(env, napi_get_element(env, v, i, &item))) return false;
+    napi_valuetype t;
+    napi_typeof(env, item, &t);
+    bool ok = false;
+    if (t == napi_bigint) {
+      napi_get_value_bigint_int64(env, item, &dims[i].v_int64, &ok);
+    } else if (t == napi_number) {
+      double d = 0;
+      napi_get_value_double(env, item, &d);
+      ok = d == std::trunc(d) && std::fabs(d) <= kMaxSafeInteger;
+      dims[i].v_int64 = static_cast<int64_t>(d);
+    }
+    if (!ok) {
+      ThrowType(env, "polyffi: Shape dimension " + std::to_string(i) +
+                         " is not an integer in the int64 range (numbers up to 2^53-1, or bigint)");
+      return false;
+    }
+  }
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  if (TVMFuncCall(f, dims.data(), codes.data(), static_cast<int>(n), &ret, &ret_code) != 0) {
+    ThrowLastError(env, inst_);
+    return false;
+  }
+  if (ret_code != kTVMObjectHandle) {
+    FreeHandle(ret.v_handle, ret_code);
+    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.ShapeTuple returned no object");
+    return false;
+  }
+  AddTemp(ret.v_handle, kTVMObjectHandle);
+  *out = ret;
+  *code = kTVMObjectHandle;
+  return true;
+}
+
 // entries: a JS array [[k, v], ...]
 bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int* code) {
   TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeMap);
@@ -350,7 +398,10 @@ bool ArgPack::SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bo
     return true;
   }
   napi_is_array(env, v, &is);
-  if (is) return SetArray(env, v, out, code);
+  if (is) {
+    if (InstanceOf(env, v, inst_->shape_cls)) return SetShape(env, v, out, code);
+    return SetArray(env, v, out, code);
+  }
   if (InstanceOf(env, v, inst_->float_cls) || InstanceOf(env, v, inst_->int_cls)) {
     bool is_float = InstanceOf(env, v, inst_->float_cls);
     napi_value inner;
@@ -492,6 +543,57 @@ static napi_value StringObjectOut(napi_env env, Instance* inst, void* obj) {
   return out;
 }
 
+static int64_t ShapeTypeIndex(Instance* inst) {
+  if (inst->shape_tindex == -2) {
+    unsigned t = 0;
+    inst->shape_tindex =
+        TVMObjectTypeKey2Index("runtime.ShapeTuple", &t) == 0 ? static_cast<int64_t>(t) : -1;
+  }
+  return inst->shape_tindex;
+}
+
+// runtime.ShapeTuple object (owned) -> ffi.Shape, read in one call; frees the object.
+static napi_value ShapeOut(napi_env env, Instance* inst, void* obj) {
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst, kRuntimeShapeTupleBytes);
+  if (f == nullptr) {
+    TVMObjectFree(obj);
+    return nullptr;
+  }
+  TVMValue a;
+  a.v_handle = obj;
+  int a_code = kTVMObjectHandle;
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  int rc = TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code);
+  TVMObjectFree(obj);
+  if (rc != 0) return ThrowLastError(env, inst);
+  if (ret_code != kTVMBytes) {
+    FreeHandle(ret.v_handle, ret_code);
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         "polyffi: runtime.ShapeTupleBytes returned no bytes");
+  }
+  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
+  size_t n = arr->size / sizeof(int64_t);
+  napi_value out;
+  if (!CheckStatus(env, napi_new_instance(env, Get(env, inst->shape_cls), 0, nullptr, &out))) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t d;
+    std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
+    napi_value item;
+    if (d >= -9007199254740991LL && d <= 9007199254740991LL) {
+      napi_create_double(env, static_cast<double>(d), &item);
+    } else {
+      napi_create_bigint_int64(env, d, &item);
+    }
+    if (!CheckStatus(env, napi_set_element(env, out, static_cast<uint32_t>(i), item))) {
+      return nullptr;
+    }
+  }
+  return out;
+}
+
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code) {
   napi_value out = nullptr;
   switch (code) {
@@ -542,6 +644,9 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code) {
       if (v.v_handle != nullptr && TVMObjectGetTypeIndex(v.v_handle, &tindex) == 0 &&
           static_cast<int64_t>(tindex) == StringTypeIndex(inst)) {
         return StringObjectOut(env, inst, v.v_handle);
+      }
+      if (v.v_handle != nullptr && static_cast<int64_t>(tindex) == ShapeTypeIndex(inst)) {
+        return ShapeOut(env, inst, v.v_handle);
       }
       return WrapHandle(inst, v.v_handle, code);
     }

@@ -282,6 +282,7 @@ class CaseRun {
       case 'array': return this.own(new ffi.Array(body.map((item) => this.build(item))));
       case 'map':
         return this.own(new ffi.Map(body.map(([k, v]) => [this.build(k), this.build(v)])));
+      case 'shape': return ffi.shape(body);
       case 'ndarray': {
         const out = this.own(ffi.nd.empty(body.shape.map(Number), body.dtype));
         out.copyFrom(ndarrayBytes(body));
@@ -384,6 +385,18 @@ class CaseRun {
           }
           this.expect(v, item, args, `${path}[${show(k)}]`);
         }
+        break;
+      }
+      case 'shape': {
+        if (!(actual instanceof ffi.Shape) || !Array.isArray(actual)) fail('not an ffi.Shape');
+        if (actual.length !== body.length) fail(`size ${actual.length}`);
+        actual.forEach((d, i) => {
+          // numbers within +-(2^53-1), bigints only beyond
+          const safe = typeof d === 'number' && Number.isSafeInteger(d);
+          const big = typeof d === 'bigint' && (d > 9007199254740991n || d < -9007199254740991n);
+          if (!(safe || big)) fail(`dimension ${i} is ${typeof d} ${String(d)}`);
+          if (BigInt(d) !== BigInt(body[i])) fail(`dimension ${i} differs`);
+        });
         break;
       }
       case 'ndarray': {

@@ -1,6 +1,6 @@
 """polyffi: Python binding of a small runtime with a TVM-compatible C ABI.
 
-Layout: library (load + version check), value (Device, DataType, Array, Map), function
+Layout: library (load + version check), value (Device, DataType, Shape, Array, Map), function
 (PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray;
 graph_module (GraphModule, compiled graph models); virtual_machine (VirtualMachine, relax VM
 executables from TVM 0.2x).
@@ -11,7 +11,7 @@ import atexit as _atexit
 from . import _core
 from .library import __version__, runtime_version
 from .errors import FFIError, InternalError, TVMError, register_error, _error_from_text
-from .value import (Array, DataType, Device, Map, Object, cpu, device, register_object,
+from .value import (Array, DataType, Device, Map, Object, Shape, cpu, device, register_object,
                     _object_classes)
 from .function import PackedFunc
 from .callback import convert
@@ -31,7 +31,7 @@ _atexit.register(_core._before_shutdown)
 
 __all__ = [
     "__version__", "runtime_version", "FFIError", "TVMError", "InternalError", "register_error",
-    "Array", "Map", "Object", "DataType", "Device", "cpu", "device", "register_object",
+    "Array", "Map", "Object", "Shape", "DataType", "Device", "cpu", "device", "register_object",
     "PackedFunc", "convert", "Module", "get_global_func", "register_func",
     "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",
     "system_lib", "NDArray", "nd", "errors", "GraphModule", "VirtualMachine",

@@ -10,11 +10,19 @@ prediction::
 
 Host arrays (numpy, any ``__dlpack__`` producer) pass zero-copy; the executor copies inputs into
 its own storage, so they may be reused as soon as ``set_input`` returns.
+
+Serving from many threads: ``GraphModule.from_factory(lib, device)`` (or ``from_graph`` with the
+params) is backed by the core's model runner (``polyffi.runner.graph``), whose ``infer`` is
+stateless and thread-safe: ``outputs = gm.infer(x)`` (inputs by position) or ``gm.infer(data=x)``
+runs on an executor of the runner's pool, which share the weights, with the GIL released::
+
+    gm = polyffi.GraphModule.from_factory(polyffi.load_module("model.so"), polyffi.cpu())
+    y = gm.infer(x)[0].numpy()              # from any number of threads at once
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, List, Optional, Union
 
 from .ndarray import NDArray
 from .registry import Module, get_global_func
@@ -24,7 +32,7 @@ from .value import Device, cpu
 class GraphModule:
     """Wraps a graph executor module; each function is looked up once."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, runner: Optional[Module] = None) -> None:
         if not isinstance(module, Module):
             kind = type(module).__name__
             raise TypeError(f"GraphModule(module): expected a Module but got {kind}")
@@ -42,13 +50,65 @@ class GraphModule:
         self._get_num_inputs = module["get_num_inputs"]
         self._get_input_index = module["get_input_index"]
         self._load_params = module["load_params"]
+        #: The core's model runner (thread-safe infer), or None for a bare executor.
+        self.runner: Optional[Module] = None
+        self._infer: Any = None
+        self._input_names: List[str] = []
+        if runner is not None:
+            self._use_runner(runner)
+
+    def _use_runner(self, runner: Module) -> None:
+        self._input_names = list(runner["input_names"]())
+        self._infer = runner["run"]
+        self.runner = runner
 
     @classmethod
-    def from_graph(cls, graph_json: str, lib: Module, device: Optional[Device] = None):
-        """The three-artifact form: graph JSON + kernel library (then ``load_params``)."""
+    def from_factory(cls, lib: Module, device: Optional[Device] = None) -> "GraphModule":
+        """A TVM export (``export_library``'s GraphExecutorFactory) with a thread-safe ``infer``.
+
+        The stateful methods use an executor of the runner's own (with its own copy of the
+        weights); ``infer`` uses the runner's pool, whose executors share one copy.
+        """
+        if not isinstance(lib, Module):
+            raise TypeError(f"GraphModule.from_factory: expected a Module but got "
+                            f"{type(lib).__name__}")
         dev = device or cpu()
-        create = get_global_func("tvm.graph_executor.create")
-        return cls(create(graph_json, lib, dev.device_type, dev.device_id))
+        runner = get_global_func("polyffi.runner.graph")(lib, dev.device_type, dev.device_id)
+        return cls(runner["executor"](), runner)
+
+    @classmethod
+    def from_graph(cls, graph_json: str, lib: Module, device: Optional[Device] = None,
+                   params: Optional[Union[bytes, bytearray]] = None):
+        """The three-artifact form: graph JSON + kernel library + params (or ``load_params``)."""
+        dev = device or cpu()
+        runner = get_global_func("polyffi.runner.graph")(
+            graph_json, lib, None if params is None else bytes(params), dev.device_type,
+            dev.device_id)
+        return cls(runner["executor"](), runner)
+
+    def infer(self, *arrays: Any, **named: Any) -> List[NDArray]:
+        """Run the graph on these inputs (by position, or by name) and return every output.
+
+        Stateless and thread-safe: many threads may call it at once on one GraphModule (it
+        never touches the inputs set with ``set_input``). Positional inputs are the graph's
+        inputs that are not weights, in order (``input_names``).
+        """
+        if self._infer is None:
+            raise TypeError("GraphModule.infer needs a GraphModule made by from_factory or "
+                            "from_graph (a bare executor module has no model runner)")
+        if arrays and named:
+            raise TypeError("GraphModule.infer: give inputs by position or by name, not both")
+        if named:
+            flat: List[Any] = []
+            for k, v in named.items():
+                flat += [k, v]
+            return list(self._infer(*flat))
+        return list(self._infer(*arrays))
+
+    @property
+    def input_names(self) -> List[str]:
+        """The graph's inputs that are not weights (what ``infer`` takes by position)."""
+        return list(self._input_names)
 
     def set_input(self, key: Union[int, str, None] = None, value: Any = None, **params: Any):
         """Copy value into input key (a name or an index); keyword arguments set several."""
@@ -95,8 +155,13 @@ class GraphModule:
         return self._get_input_index(name)
 
     def load_params(self, params: Union[bytes, bytearray]) -> None:
-        """Set the inputs named in a params blob (TVM's SaveParams format)."""
+        """Set the inputs named in a params blob (TVM's SaveParams format).
+
+        ``infer`` takes these weights too (a new runner; calls in flight finish on the old one).
+        """
         self._load_params(bytearray(params))
+        if self.runner is not None:
+            self._use_runner(self.runner["with_params"](bytes(params)))
 
     def __repr__(self) -> str:
         return f"GraphModule(inputs={self.get_num_inputs()}, outputs={self.get_num_outputs()})"

@@ -1,4 +1,4 @@
-"""Values that cross the boundary: Device, DataType, objects and the Array / Map containers.
+"""Values that cross the boundary: Device, DataType, Shape, objects and the Array / Map containers.
 
 Scalar conversion (int, float, bool, str, bytes, None, ...) happens in the extension
 (src/value.cc); this module holds the Python classes that returned objects are wrapped in.
@@ -6,6 +6,7 @@ Scalar conversion (int, float, bool, str, bytes, None, ...) happens in the exten
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Dict, Iterator, TypeVar
 
@@ -41,6 +42,40 @@ def cpu(dev_id: int = 0) -> Device:
 def device(dev_type: Any, dev_id: int = 0) -> Device:
     """Device from a name ("cpu", "cuda", ...) or a DLPack device type number."""
     return Device(dev_type, dev_id)
+
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+class Shape(tuple):
+    """A shape: TVM's ``runtime.ShapeTuple`` (``ffi.Shape`` in TVM 0.27) as a tuple of ints.
+
+    Every ShapeTuple a call returns arrives as a ``Shape``; being a tuple, it has ``len``,
+    iteration, indexing and compares equal to a plain tuple of the same ints. To pass a shape,
+    wrap it: ``f(Shape([2, 3]))``. A plain tuple or list keeps its meaning, a runtime ``Array``.
+    Dimensions are ints in the int64 range (TypeError, OverflowError otherwise); slicing a
+    Shape gives a plain tuple.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, dims=()):
+        items = []
+        for d in dims:
+            if isinstance(d, bool):
+                raise TypeError("polyffi: Shape dimensions are ints, got bool")
+            d = operator.index(d)  # TypeError for anything that is not an integer
+            if not _INT64_MIN <= d <= _INT64_MAX:
+                raise OverflowError(f"polyffi: Shape dimension {d} does not fit in int64")
+            items.append(d)
+        return super().__new__(cls, items)
+
+    def __repr__(self) -> str:
+        return f"Shape({list(self)!r})"
+
+
+_core._set_shape_class(Shape)
 
 
 class Object(_core.ObjectBase):

@@ -6,98 +6,49 @@ Built on the executable module's own protocol, as ``tvm.relax.VirtualMachine`` d
     vm = polyffi.VirtualMachine(lib, polyffi.cpu())  # vm_load_executable + vm_initialization
     y = vm["forward"](x).numpy()                    # or vm.invoke("forward", x)
 
-Arguments: NDArrays pass as they are. A numpy array (or any buffer / ``__dlpack__`` producer)
-travels as a borrowed view that the VM copies into an aligned array of its own, so the caller's
-array may be reused at once; a C-contiguous numpy array of 16 KiB or more whose data is 64-byte
-aligned is passed zero-copy instead (wrapped as an NDArray that keeps it alive). TVM's kernels
-assume 64-byte-aligned buffers without checking (TVM's own runtime crashes on a misaligned
-view); polyffi never hands them one: misaligned NDArrays are staged through an aligned copy.
-Lists and tuples become runtime Arrays (tuple parameters); ints, floats and shapes pass as values.
-Results: an NDArray, or a ``polyffi.Array`` (a Sequence) of results for a relax Tuple, as TVM
-returns them. A result stays valid after the next call (it holds its own storage). Wrong shapes,
-dtypes or argument counts raise the VM's error (ValueError, TypeError, RuntimeError, ...) naming
-the parameter.
+Calls run on the core's model runner (``polyffi.runner.vm``), which owns the VM protocol: it
+stages every argument that TVM's kernels could not take as it is (a numpy array or other borrowed
+view is copied into an aligned array the call owns, and so is a misaligned NDArray), and runs each
+call on a VM of its own pool. So ``invoke`` / ``vm[name](...)`` are stateless and thread-safe:
+threads may share one VirtualMachine, and the GIL is released while the model runs. Lists and
+tuples become runtime Arrays (tuple parameters); ints, floats and shapes pass as values. Results:
+an NDArray, or a ``polyffi.Array`` (a Sequence) of results for a relax Tuple, as TVM returns
+them. A result holds its own storage: it stays valid after the next call. Wrong shapes, dtypes or
+argument counts raise the VM's error (ValueError, TypeError, RuntimeError, ...) naming the
+parameter. The stateful API (set_input / invoke_stateful / get_outputs) runs on the runner's own
+VM, one caller at a time, as in TVM.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _core
-from .ndarray import NDArray
-from .registry import Module
+from .registry import Module, get_global_func
 from .value import Array, Device, cpu
 
-#: TVM's allocator kinds for vm_initialization: 1 naive, 2 pooled (TVM's default).
-_ALLOCATORS = {"naive": 1, "pooled": 2}
-_ALIGN = 64
-#: Below this many bytes the VM's own copy (a memcpy in C) is cheaper than wrapping the array.
-_ZERO_COPY_MIN = 16384
-
-try:  # numpy is optional for the binding
-    import numpy as _np
-
-    _ndarray_type: Any = _np.ndarray
-except ImportError:  # pragma: no cover
-    _np = None
-    _ndarray_type = None
+_ALLOCATORS = ("naive", "pooled")
 
 
-def _zero_copy(arr: Any) -> Optional[NDArray]:
-    """arr as an NDArray over the same memory, or None when it cannot be (then it is copied)."""
-    if not arr.flags.c_contiguous:
-        return None
-    try:
-        view = _core.nd_from_dlpack(arr)
-    except BufferError:  # read-only, or a dtype DLPack cannot carry: the call path decides
-        return None
-    return view if view.data_ptr % _ALIGN == 0 else None
-
-
-def _convert_arg(value: Any) -> Any:
-    """The argument the VM function receives for value (see the module docstring)."""
+def _convert(value: Any) -> Any:
+    """Lists and tuples as runtime Arrays (tuple parameters); everything else as it is."""
     t = type(value)
-    if t is _ndarray_type:
-        if value.nbytes >= _ZERO_COPY_MIN:
-            view = _zero_copy(value)
-            if view is not None:
-                return view
-        return value
     if t is list or t is tuple:
-        return Array([_convert_arg(v) for v in value])
+        return Array([_convert(v) for v in value])
     return value
 
 
-def _prepare(args: Sequence[Any]) -> Sequence[Any]:
-    """args unchanged unless one of them needs converting (the common case costs a type check)."""
-    out = None
-    for i, a in enumerate(args):
-        t = type(a)
-        if t is NDArray:
-            continue
-        if t is _ndarray_type:
-            if a.nbytes < _ZERO_COPY_MIN:
-                continue
-        elif t is not list and t is not tuple:
-            continue
-        if out is None:
-            out = list(args)
-        out[i] = _convert_arg(a)
-    return args if out is None else out
-
-
-def _call(f: Any, args: Sequence[Any]) -> Any:
+def _call(f: Any, head: Sequence[Any], args: Sequence[Any]) -> Any:
+    args = [_convert(a) for a in args]
     try:
-        return f(*_prepare(args))
+        return f(*head, *args)
     except BufferError:
-        # The binding cannot view a read-only numpy array (DLPack has no read-only flag): pass
-        # a copy of each such array; anything else is the caller's error, raised as it came.
-        if _np is None or not any(type(a) is _ndarray_type and not a.flags.writeable
-                                  for a in args):
-            raise
-        copies = [a.copy() if type(a) is _ndarray_type and not a.flags.writeable else a
+        # DLPack has no read-only flag, so numpy does not export a read-only array: pass a copy
+        # of each such array (the runner copies anyway); anything else is the caller's error.
+        copies = [a.copy() if not getattr(getattr(a, "flags", None), "writeable", True) else a
                   for a in args]
-        return f(*_prepare(copies))
+        if all(c is a for c, a in zip(copies, args)):
+            raise
+        return f(*head, *copies)
 
 
 class VirtualMachine:
@@ -122,42 +73,39 @@ class VirtualMachine:
             raise ValueError(
                 f"VirtualMachine: memory_cfg must be one of {sorted(_ALLOCATORS)}, "
                 f"not {memory_cfg!r}")
-        alloc = _ALLOCATORS[memory_cfg]
         self.lib = lib
         self.device = device
-        self.module: Module = lib["vm_load_executable"]()
-        init_args: List[int] = [device.device_type, device.device_id, alloc]
-        if device.device_type != 1:  # TVM's wrapper always adds the CPU for host-side work
-            init_args += [1, 0, alloc]
-        self.module["vm_initialization"](*init_args)
-        self._functions: Dict[str, Any] = {}
+        #: The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool.
+        self.runner: Module = get_global_func("polyffi.runner.vm")(
+            lib, device.device_type, device.device_id, memory_cfg)
+        self._run = self.runner["run"]
+        #: The runner's own VM, for the stateful API and the VM module's other functions.
+        self.module: Module = self.runner["vm"]()
+        self._known: Dict[str, bool] = {}
 
-    def _function(self, name: str):
-        f = self._functions.get(name)
-        if f is None:
+    def _check(self, name: str) -> str:
+        if name not in self._known:
             if not isinstance(name, str):
                 raise TypeError("VirtualMachine[name]: name must be a str")
-            try:
-                f = self.module[name]
-            except AttributeError:
-                raise AttributeError(
-                    f"VirtualMachine: the executable has no function '{name}'") from None
-            self._functions[name] = f
-        return f
+            if name not in self.module:
+                raise AttributeError(f"VirtualMachine: the executable has no function '{name}'")
+            self._known[name] = True
+        return name
 
     def invoke(self, name: str, *args: Any) -> Any:
-        """Run function ``name``; an NDArray, or an Array (a Sequence) for a tuple result."""
-        return _call(self._function(name), args)
+        """Run function ``name`` (thread-safe); an NDArray, or an Array for a tuple result."""
+        return _call(self._run, (self._check(name),), args)
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
-        """The function ``name`` as a callable (looked up once; call it many times)."""
-        f = self._function(name)
+        """The function ``name`` as a callable (checked once; call it many times)."""
+        head = (self._check(name),)
+        run = self._run
 
         def call(*args: Any) -> Any:
-            return _call(f, args)
+            return _call(run, head, args)
 
         call.__name__ = name
-        call.__doc__ = f"The VM function {name!r}."
+        call.__doc__ = f"The VM function {name!r} (thread-safe)."
         return call
 
     def __contains__(self, name: str) -> bool:
@@ -182,7 +130,7 @@ class VirtualMachine:
             if missing:
                 raise TypeError(f"set_input: missing parameter {', '.join(missing)}")
             args = tuple(given)
-        _call(self.module["set_input"], (func_name,) + tuple(args))
+        _call(self.module["set_input"], (func_name,), args)
 
     def invoke_stateful(self, func_name: str) -> None:
         """Run ``func_name`` on the inputs given to set_input; read results with get_outputs."""
@@ -203,9 +151,7 @@ class VirtualMachine:
 
     def param_names(self, func_name: str) -> List[str]:
         """The parameter names of VM function ``func_name``."""
-        n = self.module["get_function_arity"](func_name)
-        get = self.module["get_function_param_name"]
-        return [get(func_name, i) for i in range(n)]
+        return list(self.runner["param_names"](func_name))
 
     def __repr__(self) -> str:
         return f"VirtualMachine({self.device})"

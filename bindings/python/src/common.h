@@ -201,6 +201,8 @@ PyObject* CallbackArgToPython(TVMValue value, int code);
 // Builds runtime.Array / runtime.Map from Python containers: an owned object handle or NULL.
 void* MakeArray(PyObject* seq);
 void* MakeMap(PyObject* dict);
+// Builds a runtime.ShapeTuple from a polyffi.Shape (a tuple of ints): an owned handle or NULL.
+void* MakeShapeTuple(PyObject* shape);
 // Parses "float32", "int8x4", "bool", ... Returns -1 with ValueError set.
 int ParseDataType(const char* s, DLDataType* out);
 // Formats a DLDataType the way the runtime does ("float32", "int8x4", "bool").
@@ -213,6 +215,8 @@ enum CachedGlobalId {
   kRuntimeMap,
   kRuntimeString,
   kRuntimeStringBytes,
+  kRuntimeShapeTuple,
+  kRuntimeShapeTupleBytes,
   kNumCachedGlobals
 };
 
@@ -222,6 +226,7 @@ extern PyObject* g_type_key_registry;          // dict: type key -> class
 extern PyObject* g_default_object_class;       // class for unknown type keys
 extern PyObject* g_module_class;               // class for module handles
 extern PyObject* g_ndarray_class;              // class for NDArray handles
+extern PyTypeObject* g_shape_class;            // polyffi.Shape (a tuple subclass)
 
 // ---- NDArray (ndarray.cc) ----------------------------------------------------------------------
 // Turns any __dlpack__ producer (or a DLPack capsule) into an owned TVMArrayHandle, zero-copy.

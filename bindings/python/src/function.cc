@@ -1,4 +1,6 @@
 // Handle-owning Python types: ObjectBase, ModuleBase and PackedFunc (the vectorcall hot path).
+#include <polyffi/binding_common.h>
+
 #include <cstring>
 
 #include "common.h"
@@ -6,25 +8,9 @@
 namespace polyffi_py {
 
 void FreeHandle(void* handle, int code) {
-  if (handle == nullptr) return;
   // Dropping the last reference can run a Python finalizer (callback.cc), which takes the GIL
   // itself; we hold it here, which is fine because PyGILState_Ensure is re-entrant.
-  switch (code) {
-    case kTVMPackedFuncHandle:
-      TVMFuncFree(handle);
-      break;
-    case kTVMModuleHandle:
-      TVMModFree(handle);
-      break;
-    case kTVMNDArrayHandle:
-      TVMArrayFree(static_cast<TVMArrayHandle>(handle));
-      break;
-    case kTVMDLTensorHandle:  // a borrowed view: never ours to free
-      break;
-    default:
-      TVMObjectFree(handle);
-      break;
-  }
+  PolyffiFreeHandle(handle, code);
 }
 
 static PyObject* AllocHandleObject(PyTypeObject* type, void* handle, int code) {

@@ -12,6 +12,7 @@ PyObject* g_type_key_registry = nullptr;
 PyObject* g_default_object_class = nullptr;
 PyObject* g_module_class = nullptr;
 PyObject* g_ndarray_class = nullptr;
+PyTypeObject* g_shape_class = nullptr;
 
 static const char kOpaqueCapsuleName[] = "polyffi.opaque_handle";
 
@@ -20,8 +21,9 @@ static const char kOpaqueCapsuleName[] = "polyffi.opaque_handle";
 TVMFunctionHandle CachedGlobal(int which) {
   // Looked up once and kept for the life of the process (the registry is never torn down).
   static TVMFunctionHandle cache[kNumCachedGlobals] = {};
-  static const char* const names[kNumCachedGlobals] = {"runtime.Array", "runtime.Map",
-                                                       "runtime.String", "runtime.StringBytes"};
+  static const char* const names[kNumCachedGlobals] = {
+      "runtime.Array",       "runtime.Map",        "runtime.String",
+      "runtime.StringBytes", "runtime.ShapeTuple", "runtime.ShapeTupleBytes"};
   if (cache[which] != nullptr) return cache[which];
   TVMFunctionHandle f = nullptr;
   if (!CheckCall(TVMFuncGetGlobal(names[which], &f))) return nullptr;
@@ -64,6 +66,16 @@ static int64_t StringTypeIndex() {
   if (tindex == -2) {
     unsigned t = 0;
     tindex = TVMObjectTypeKey2Index("runtime.String", &t) == 0 ? static_cast<int64_t>(t) : -1;
+  }
+  return tindex;
+}
+
+// Type index of runtime.ShapeTuple objects, looked up lazily (-1 while unknown).
+static int64_t ShapeTupleTypeIndex() {
+  static int64_t tindex = -2;
+  if (tindex == -2) {
+    unsigned t = 0;
+    tindex = TVMObjectTypeKey2Index("runtime.ShapeTuple", &t) == 0 ? static_cast<int64_t>(t) : -1;
   }
   return tindex;
 }
@@ -371,6 +383,14 @@ int ArgPack::SetSlow(int i, PyObject* arg) {
     code = kTVMDataType;
     return 0;
   }
+  // A polyffi.Shape is a tuple too: test for it first (a plain tuple stays an Array).
+  if (g_shape_class != nullptr && PyObject_TypeCheck(arg, g_shape_class)) {
+    void* obj = MakeShapeTuple(arg);
+    if (obj == nullptr || AddTemp(obj, kTVMObjectHandle) != 0) return -1;
+    v.v_handle = obj;
+    code = kTVMObjectHandle;
+    return 0;
+  }
   if (PyList_Check(arg) || PyTuple_Check(arg) || PyDict_Check(arg)) {
     void* obj = PyDict_Check(arg) ? MakeMap(arg) : MakeArray(arg);
     if (obj == nullptr || AddTemp(obj, kTVMObjectHandle) != 0) return -1;
@@ -485,6 +505,28 @@ void* MakeMap(PyObject* dict) {
   return CallForObject(f, pack, "runtime.Map");
 }
 
+void* MakeShapeTuple(PyObject* shape) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeShapeTuple);
+  if (f == nullptr) return nullptr;
+  Py_ssize_t n = PyTuple_GET_SIZE(shape);
+  ArgPack pack(n, /*allow_views=*/false);
+  if (!pack.ok()) {
+    PyErr_NoMemory();
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    // Shape() checks its items; tuple.__new__(Shape, ...) can still smuggle in others.
+    PyObject* item = PyTuple_GET_ITEM(shape, i);
+    if (!PyLong_Check(item) || PyBool_Check(item)) {
+      PyErr_Format(PyExc_TypeError, "polyffi: Shape dimension %zd is '%s', not int", i,
+                   Py_TYPE(item)->tp_name);
+      return nullptr;
+    }
+    if (pack.Set(static_cast<int>(i), item) != 0) return nullptr;
+  }
+  return CallForObject(f, pack, "runtime.ShapeTuple");
+}
+
 // ---- Returns ----------------------------------------------------------------------------------
 
 static PyObject* DecodeUtf8(const char* s, Py_ssize_t size) {
@@ -513,6 +555,51 @@ static PyObject* RuntimeStringToPython(void* obj) {
   if (ret_code == kTVMStr) return DecodeUtf8(ret.v_str, std::strlen(ret.v_str));
   PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.StringBytes returned type code %d", ret_code);
   return nullptr;
+}
+
+// A runtime.ShapeTuple as a polyffi.Shape; takes over (and frees) the reference to obj.
+static PyObject* ShapeTupleToPython(void* obj) {
+  TVMFunctionHandle f = CachedGlobal(kRuntimeShapeTupleBytes);
+  if (f == nullptr || g_shape_class == nullptr) {
+    if (f != nullptr) PyErr_SetString(PyExc_RuntimeError, "polyffi: Shape is not registered yet");
+    TVMObjectFree(obj);
+    return nullptr;
+  }
+  TVMValue v;
+  v.v_handle = obj;
+  int code = kTVMObjectHandle;
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  int rc = TVMFuncCall(f, &v, &code, 1, &ret, &ret_code);
+  TVMObjectFree(obj);
+  if (rc != 0) return RaiseLastError(rc);
+  if (ret_code != kTVMBytes) {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.ShapeTupleBytes returned type code %d",
+                 ret_code);
+    return nullptr;
+  }
+  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
+  Py_ssize_t n = static_cast<Py_ssize_t>(arr->size / sizeof(int64_t));
+  PyObject* dims = PyTuple_New(n);
+  if (dims == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    int64_t d;
+    std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
+    PyObject* item = PyLong_FromLongLong(d);
+    if (item == nullptr) {
+      Py_DECREF(dims);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(dims, i, item);
+  }
+  // tuple.__new__(Shape, dims): the dimensions are ints already, so Shape.__new__'s checks are
+  // skipped, and CPython initialises the subclass instance itself on every version.
+  PyObject* args = PyTuple_Pack(1, dims);
+  Py_DECREF(dims);
+  if (args == nullptr) return nullptr;
+  PyObject* out = PyTuple_Type.tp_new(g_shape_class, args, nullptr);
+  Py_DECREF(args);
+  return out;
 }
 
 PyObject* ReturnToPython(TVMValue value, int code) {
@@ -551,6 +638,9 @@ PyObject* ReturnToPython(TVMValue value, int code) {
       if (TVMObjectGetTypeIndex(value.v_handle, &tindex) == 0 &&
           static_cast<int64_t>(tindex) == StringTypeIndex()) {
         return RuntimeStringToPython(value.v_handle);
+      }
+      if (static_cast<int64_t>(tindex) == ShapeTupleTypeIndex()) {
+        return ShapeTupleToPython(value.v_handle);
       }
       return WrapHandle(value.v_handle, code);
     }
@@ -773,7 +863,23 @@ static PyMethodDef kDeviceMethods[] = {
 
 PyTypeObject DeviceType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// _core._set_shape_class(Shape): the tuple subclass returned shapes are made of.
+static PyObject* SetShapeClass(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) ||
+      !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), &PyTuple_Type)) {
+    PyErr_SetString(PyExc_TypeError, "_set_shape_class: expected a subclass of tuple");
+    return nullptr;
+  }
+  Py_INCREF(cls);
+  Py_XSETREF(g_shape_class, reinterpret_cast<PyTypeObject*>(cls));
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef kValueMethods[] = {{"_set_shape_class", SetShapeClass, METH_O, nullptr},
+                                      {nullptr, nullptr, 0, nullptr}};
+
 int InitValueTypes(PyObject* module) {
+  if (PyModule_AddFunctions(module, kValueMethods) < 0) return -1;
   DataTypeType.tp_name = "polyffi.DataType";
   DataTypeType.tp_doc = "A DLPack data type, e.g. DataType(\"float32\").";
   DataTypeType.tp_basicsize = sizeof(DataTypeObject);

@@ -275,6 +275,8 @@ class CaseRun:
             return polyffi.Array([self.build(item) for item in body])
         if tag == "map":
             return polyffi.Map({self.build(k): self.build(v) for k, v in body})
+        if tag == "shape":
+            return polyffi.Shape(body)
         if tag == "ndarray":
             arr = ndarray_numpy(body)
             out = polyffi.nd.empty(arr.shape, body["dtype"])
@@ -367,6 +369,13 @@ class CaseRun:
                 except Exception as e:  # noqa: BLE001 - reported as a failure
                     fail(f"looking up key {k}: {e}")
                 self.expect(v, item, args, f"{path}[{k}]")
+        elif tag == "shape":
+            if type(actual) is not polyffi.Shape:
+                fail("not a polyffi.Shape")
+            if len(actual) != len(body) or any(type(d) is not int for d in actual):
+                fail(f"size {len(actual)}")
+            if actual != tuple(body):
+                fail("dimensions differ")
         elif tag == "ndarray":
             if not isinstance(actual, polyffi.NDArray):
                 fail("not an NDArray")

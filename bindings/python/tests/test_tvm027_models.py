@@ -309,23 +309,8 @@ def test_virtual_machine_rejects_what_is_not_an_executable():
         vm["forward"](np.array([[None] * 16], dtype=object))
 
 
-def test_large_aligned_numpy_passes_zero_copy_and_the_rest_as_views():
-    from polyffi.virtual_machine import _prepare
-
-    big = aligned(np.arange(8192, dtype="float32"))  # 32 KiB, 64-byte aligned
-    small = aligned(np.arange(16, dtype="float32"))
-    odd = aligned(np.arange(8192, dtype="float32"), 4)
-    nd = polyffi.nd.array(small)
-    out = _prepare((big, small, odd, nd, 3, [small, 2.5]))
-    assert isinstance(out[0], polyffi.NDArray) and out[0].data_ptr == big.ctypes.data
-    assert out[1] is small and out[2] is odd and out[3] is nd and out[4] == 3
-    assert isinstance(out[5], polyffi.Array) and len(out[5]) == 2
-    args = (small, nd)
-    assert _prepare(args) is args  # nothing to convert: no copy of the argument tuple
-
-
-def test_zero_copy_input_keeps_its_memory_alive():
-    run, inputs = run_inputs("digits", 359)  # the input is 91,904 bytes: zero-copy
+def test_large_input_result_does_not_depend_on_its_memory():
+    run, inputs = run_inputs("digits", 359)  # the input is 91,904 bytes
     vm = polyffi.VirtualMachine(polyffi.load_module(RELAX / run["library"]))
     x = aligned(inputs[0])
     result = vm["forward"](x)
@@ -366,7 +351,7 @@ def test_vm_shapes_and_runtime_shape_tuples_are_one_type():
     # each side's functions must accept the other's.
     g = polyffi.get_global_func
     vm_shape = g("vm.builtin.make_shape")(None, 2, 0, 3, 0, 4)
-    assert vm_shape.type_key == "runtime.ShapeTuple"
+    assert type(vm_shape) is polyffi.Shape and vm_shape == (3, 4)  # a ShapeTuple is a Shape
     assert g("runtime.GetShapeTupleSize")(vm_shape) == 2
     assert [g("runtime.GetShapeTupleElem")(vm_shape, i) for i in range(2)] == [3, 4]
     x = polyffi.nd.array(np.arange(12, dtype="float32"))

@@ -40,6 +40,8 @@ class Allocator {
   /*! \brief At least nbytes, 64-byte aligned; *actual gets the size to hand back to Free. */
   virtual void* Alloc(size_t nbytes, size_t* actual) = 0;
   virtual void Free(void* p, size_t actual) = 0;
+  /*! \brief Give idle buffers back to the system (vm.builtin.memory_manager.clear). */
+  virtual void Clear() {}
 };
 
 /*! \brief A buffer from an allocator (TVM's vm.Storage); tensors are views into it. */

@@ -88,6 +88,17 @@ class PooledAllocator final : public Allocator {
     }
     std::free(p);
   }
+  void Clear() override {
+    std::unordered_map<size_t, std::vector<void*>> idle;
+    {
+      std::lock_guard<SpinLock> lock(mu_);
+      idle.swap(pool_);
+      pooled_bytes_ = 0;
+    }
+    for (auto& entry : idle) {
+      for (void* p : entry.second) std::free(p);
+    }
+  }
 
  private:
   static constexpr size_t kMaxPooledBytes = size_t{256} << 20;

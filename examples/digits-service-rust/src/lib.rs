@@ -1,13 +1,13 @@
 //! The digits classifier as an HTTP service: axum on tokio, the compiled model called through
 //! polyffi's GraphModule.
 //!
-//! The model (library, graph, params) is loaded once. Inference runs on tokio's blocking pool
-//! (`spawn_blocking`), never on the async workers; each blocking call checks an executor out of
-//! a small pool (a graph executor holds its own input/output storage, so one executor serves
-//! one call at a time) and returns it afterwards. The pool's lock is held only to pop and push,
-//! never across an await or an inference.
+//! The model (library, graph, params) is loaded once, into polyffi's model runner
+//! (`GraphModule::from_parts`), whose `infer` is stateless and thread-safe: every request shares
+//! one `GraphModule` through `&self`, and the runner gives each concurrent call an executor of its
+//! own (sharing the weights). Inference runs on tokio's blocking pool (`spawn_blocking`), never on
+//! the async workers.
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -24,17 +24,14 @@ pub const CLASSES: usize = 10;
 /// Largest batch one request may carry.
 pub const MAX_BATCH: usize = 4096;
 
-/// The model, loaded once, and a pool of batch-1 executors built from it.
+/// The model, loaded once behind the core's model runner (batch-1 graph).
 pub struct Model {
-    lib: Module,
-    graph_json: String,
-    params: Vec<u8>,
-    pool: Mutex<Vec<GraphModule>>,
+    graph: GraphModule,
 }
 
 impl Model {
     /// Loads `libdigits_model.so` from `lib_path` and `graph_b1.json` + `params.bin` from
-    /// `model_dir`, and builds one executor to check that they fit together.
+    /// `model_dir` (the runner builds one executor, which checks that they fit together).
     pub fn load(lib_path: &Path, model_dir: &Path) -> polyffi::Result<Model> {
         let read = |name: &str| {
             std::fs::read(model_dir.join(name)).map_err(|e| {
@@ -46,54 +43,34 @@ impl Model {
         };
         let graph_json = String::from_utf8(read("graph_b1.json")?)
             .map_err(|_| polyffi::Error::new("ValueError", "graph_b1.json is not UTF-8"))?;
-        let model = Model {
-            lib: Module::load(lib_path)?,
-            graph_json,
-            params: read("params.bin")?,
-            pool: Mutex::new(Vec::new()),
-        };
-        let first = model.new_executor()?;
-        model.pool.lock().unwrap().push(first);
-        Ok(model)
+        let lib = Module::load(lib_path)?;
+        let graph =
+            GraphModule::from_parts(&graph_json, &lib, &read("params.bin")?, Device::cpu(0))?;
+        Ok(Model { graph })
     }
 
-    fn new_executor(&self) -> polyffi::Result<GraphModule> {
-        let g = GraphModule::create(&self.graph_json, &self.lib, Device::cpu(0))?;
-        g.load_params(&self.params)?;
-        Ok(g)
-    }
-
-    /// Class probabilities for each row (blocking; call it from a blocking thread).
+    /// Class probabilities for each row (blocking; call it from a blocking thread). Many
+    /// threads may call it at once.
     pub fn predict(&self, rows: &[Vec<f32>]) -> polyffi::Result<Vec<[f32; CLASSES]>> {
-        let popped = self.pool.lock().unwrap().pop();
-        let executor = match popped {
-            Some(g) => g,
-            None => self.new_executor()?,
-        };
-        let result = Self::run_rows(&executor, rows);
-        self.pool.lock().unwrap().push(executor);
-        result
-    }
-
-    fn run_rows(g: &GraphModule, rows: &[Vec<f32>]) -> polyffi::Result<Vec<[f32; CLASSES]>> {
         let mut out = Vec::with_capacity(rows.len());
-        let mut probs = [0f32; CLASSES];
         for row in rows {
             let input = ndarray::ArrayView::from_shape((1, FEATURES), row.as_slice())
                 .map_err(|e| polyffi::Error::new("ValueError", e.to_string()))?;
-            g.set_input(0usize, input)?; // zero-copy view in; the executor copies it
-            g.run()?;
-            let view = ndarray::ArrayViewMut::from_shape((1, CLASSES), &mut probs[..])
-                .map_err(|e| polyffi::Error::new("ValueError", e.to_string()))?;
-            g.get_output_into(0, view)?; // written in place through the mutable view
+            let outputs = self.graph.infer(&[&input])?; // a view in; new arrays out
+            let mut probs = [0f32; CLASSES];
+            probs.copy_from_slice(outputs[0].as_slice::<f32>()?);
             out.push(probs);
         }
         Ok(out)
     }
 
-    /// Executors built so far (the pool grows to the number of concurrent inferences).
+    /// Executors the runner has made (it grows to the number of concurrent inferences).
     pub fn executors(&self) -> usize {
-        self.pool.lock().unwrap().len()
+        self.graph
+            .runner()
+            .and_then(|r| r.function("pool_size").ok())
+            .and_then(|f| f.invoke::<i64>(()).ok())
+            .unwrap_or(0) as usize
     }
 }
 

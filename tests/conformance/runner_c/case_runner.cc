@@ -278,6 +278,11 @@ ValuePtr CaseRun::Build(const json& tagged) {
     }
     return ItemCall(g.map_make, items);
   }
+  if (tag == "shape") {
+    Args dims;
+    for (const json& d : body) dims.push_back(Value::Int(d.get<int64_t>()));
+    return ItemCall(g.shape_make, dims);
+  }
   if (tag == "ndarray") {
     DLDataType t = ParseDType(body.at("dtype").get<std::string>());
     std::vector<int64_t> shape = body.at("shape").get<std::vector<int64_t>>();
@@ -393,6 +398,20 @@ void CaseRun::Expect(const json& expect, const ValuePtr& actual, const Args& arg
         fail("looking up key " + kv.at(0).dump() + ": " + e.text());
       }
       Expect(kv.at(1), item, args, path + "[" + kv.at(0).dump() + "]");
+    }
+  } else if (tag == "shape") {
+    // Read with TVM's own globals (runtime.GetShapeTupleSize / GetShapeTupleElem).
+    need_code(kTVMObjectHandle);
+    if (TypeKeyOf(actual->raw().v_handle) != "runtime.ShapeTuple") fail("not a runtime.ShapeTuple");
+    ValuePtr size = ItemCall(g.shape_size, {actual});
+    if (size->code() != kTVMArgInt || size->raw().v_int64 != static_cast<int64_t>(body.size())) {
+      fail("size " + Describe(*size));
+    }
+    for (size_t i = 0; i < body.size(); ++i) {
+      ValuePtr d = ItemCall(g.shape_get, {actual, Value::Int(static_cast<int64_t>(i))});
+      if (d->code() != kTVMArgInt || d->raw().v_int64 != body[i].get<int64_t>()) {
+        fail("dimension " + std::to_string(i) + " is " + Describe(*d));
+      }
     }
   } else if (tag == "ndarray") {
     need_code(kTVMNDArrayHandle);

@@ -180,6 +180,9 @@ void Globals::Load() {
   map_make = GetGlobal("runtime.Map");
   map_size = GetGlobal("runtime.MapSize");
   map_get = GetGlobal("runtime.MapGetItem");
+  shape_make = GetGlobal("runtime.ShapeTuple");
+  shape_size = GetGlobal("runtime.GetShapeTupleSize");
+  shape_get = GetGlobal("runtime.GetShapeTupleElem");
   echo = GetGlobal("testing.echo");
   live_objects = GetGlobal("testing.live_objects");
   join_release_threads = GetGlobal("testing.join_release_threads");

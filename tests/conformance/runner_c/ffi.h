@@ -92,6 +92,7 @@ struct Globals {
   ValuePtr string_make, string_bytes;
   ValuePtr array_make, array_size, array_get;
   ValuePtr map_make, map_size, map_get;
+  ValuePtr shape_make, shape_size, shape_get;
   ValuePtr echo, live_objects, join_release_threads;
   static Globals& Get();
   void Load();

@@ -1,5 +1,7 @@
 // Compiled with `tsc --noEmit` (npm run typecheck): the public API as a TypeScript user types it.
-import ffi, { FFIError, GraphModule, NDArray, PackedFunc, VirtualMachine, cpu, nd } from 'polyffi';
+import ffi, {
+  FFIError, GraphModule, NDArray, PackedFunc, Shape, VirtualMachine, cpu, nd, shape as makeShape,
+} from 'polyffi';
 
 const add3: PackedFunc = ffi.getGlobalFunc('testing.add3');
 const n: number = add3(1, 2, ffi.int(3));
@@ -75,4 +77,13 @@ async function inferRelax(path: string, x: Float32Array): Promise<NDArray> {
   return out;
 }
 
-export { inferRelax, n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer, inferTvmExport };
+// Shapes: an Array of dimensions out, ffi.shape([...]) in.
+const dims: Shape = makeShape([2, 3n]);
+const firstDim: number | bigint = dims[0];
+const echoed = ffi.getGlobalFunc('testing.echo')(ffi.shape(dims));
+const isShape: boolean = echoed instanceof Shape && Array.isArray(echoed);
+
+export {
+  inferRelax, n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer,
+  inferTvmExport, firstDim, isShape,
+};

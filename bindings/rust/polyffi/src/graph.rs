@@ -1,11 +1,18 @@
 //! [`GraphModule`]: the graph executor (`tvm.graph_executor.create`) with typed methods. The
 //! executor's functions are looked up once; host arrays (`ndarray` views) pass zero-copy.
+//!
+//! [`GraphModule::from_factory`] is backed by the core's model runner (`polyffi.runner.graph`):
+//! [`GraphModule::infer`] takes `&self`, is stateless (inputs in, outputs out) and runs on an
+//! executor of the runner's pool, which share the model's weights, so one `GraphModule` (`Send +
+//! Sync`) serves many threads at once without a lock.
 use crate::errors::{Error, Result};
 use crate::function::Function;
 use crate::ndarray::NDArray;
 use crate::registry::Module;
 use crate::value::{ToArg, Value};
+use crate::vm::VmArg;
 use crate::Device;
+use std::sync::{Arc, RwLock};
 
 /// A graph-executor module, as `tvm.graph_executor.create(graph_json, lib, dev_type, dev_id)`
 /// or a TVM factory module's `default(device)` returns it.
@@ -18,6 +25,8 @@ pub struct GraphModule {
     get_num_outputs: Function,
     get_input_index: Function,
     load_params: Function,
+    /// The model runner and its `run` (shared by clones; replaced by `load_params`).
+    runner: Arc<RwLock<Option<(Module, Function)>>>,
 }
 
 /// An input named or numbered: `&str` or an index.
@@ -51,21 +60,104 @@ impl GraphModule {
             get_input_index: module.function("get_input_index")?,
             load_params: module.function("load_params")?,
             module,
+            runner: Arc::new(RwLock::new(None)),
         })
+    }
+
+    fn with_runner(runner: Module) -> Result<GraphModule> {
+        let gm = GraphModule::new(runner.function("executor")?.invoke::<Module>(())?)?;
+        gm.set_runner(runner)?;
+        Ok(gm)
+    }
+
+    fn set_runner(&self, runner: Module) -> Result<()> {
+        let run = runner.function("run")?;
+        *self.runner.write().unwrap_or_else(|e| e.into_inner()) = Some((runner, run));
+        Ok(())
     }
 
     /// The executor of a library exported by TVM (`lib.export_library`), loaded as its
     /// `GraphExecutorFactory`: `lib["default"](device)`, with the factory's params already set.
+    /// The stateful methods use an executor of the runner's own; [`infer`](Self::infer) uses
+    /// the runner's pool.
     pub fn from_factory(lib: &Module, device: Device) -> Result<GraphModule> {
-        let default = lib.get_function("default", true)?.ok_or_else(|| {
-            Error::type_error(format!(
+        if lib.get_function("default", true)?.is_none() {
+            return Err(Error::type_error(format!(
                 "GraphModule::from_factory: the {} module has no default(device) function \
                  (not a library exported by TVM's export_library; for a graph JSON and a \
                  kernels library use GraphModule::create)",
                 lib.type_key().unwrap_or_else(|_| "?".into())
-            ))
-        })?;
-        GraphModule::new(default.invoke::<Module>((device,))?)
+            )));
+        }
+        let runner: Module = Function::global("polyffi.runner.graph")?.invoke((
+            lib,
+            device.device_type as i64,
+            device.device_id as i64,
+        ))?;
+        GraphModule::with_runner(runner)
+    }
+
+    /// The three artifacts of an export (graph JSON, kernel library, params blob) over the
+    /// core's model runner, so [`infer`](Self::infer) is available as with
+    /// [`from_factory`](Self::from_factory).
+    pub fn from_parts(
+        graph_json: &str,
+        lib: &Module,
+        params: &[u8],
+        device: Device,
+    ) -> Result<GraphModule> {
+        let runner: Module = Function::global("polyffi.runner.graph")?.invoke((
+            graph_json,
+            lib,
+            params,
+            device.device_type as i64,
+            device.device_id as i64,
+        ))?;
+        GraphModule::with_runner(runner)
+    }
+
+    /// Runs the graph on `inputs` (by position: the graph's inputs that are not weights, in
+    /// order) and returns every output as a new array. Stateless and thread-safe.
+    pub fn infer(&self, inputs: &[&dyn VmArg]) -> Result<Vec<NDArray>> {
+        outputs(crate::vm::call_staged(&self.runner_run()?, &[], inputs)?)
+    }
+
+    /// As [`infer`](Self::infer) with inputs by name.
+    pub fn infer_named(&self, inputs: &[(&str, &dyn VmArg)]) -> Result<Vec<NDArray>> {
+        let run = self.runner_run()?;
+        let names: Vec<Value> = inputs
+            .iter()
+            .map(|(n, _)| Value::Str(n.to_string()))
+            .collect();
+        let mut args: Vec<&dyn VmArg> = Vec::with_capacity(2 * inputs.len());
+        for (name, (_, a)) in names.iter().zip(inputs) {
+            args.push(name);
+            args.push(*a);
+        }
+        outputs(crate::vm::call_staged(&run, &[], &args)?)
+    }
+
+    /// The graph's inputs that are not weights: what [`infer`](Self::infer) takes by position.
+    pub fn input_names(&self) -> Result<Vec<String>> {
+        let runner = self.runner().ok_or_else(no_runner)?;
+        match runner.function("input_names")?.invoke::<Value>(())? {
+            Value::Array(a) => a.to_vec()?.into_iter().map(String::try_from).collect(),
+            other => Err(Error::type_error(format!(
+                "input_names returned a {}",
+                other.type_name()
+            ))),
+        }
+    }
+
+    /// The core's model runner behind [`infer`](Self::infer), if any.
+    pub fn runner(&self) -> Option<Module> {
+        let r = self.runner.read().unwrap_or_else(|e| e.into_inner());
+        r.as_ref().map(|(m, _)| m.clone())
+    }
+
+    fn runner_run(&self) -> Result<Function> {
+        let r = self.runner.read().unwrap_or_else(|e| e.into_inner());
+        r.as_ref().map(|(_, f)| f.clone()).ok_or_else(no_runner)
     }
 
     /// Builds an executor from a graph JSON and the model library that holds its kernels.
@@ -104,9 +196,14 @@ impl GraphModule {
         self.get_input_index.invoke((name,))
     }
 
-    /// Loads parameters saved in TVM's params format.
+    /// Loads parameters saved in TVM's params format (into the executor; [`infer`](Self::infer)
+    /// takes them too, through a new runner: calls in flight finish on the old one).
     pub fn load_params(&self, params: &[u8]) -> Result<()> {
-        self.load_params.invoke((params,))
+        self.load_params.invoke::<()>((params,))?;
+        if let Some(runner) = self.runner() {
+            self.set_runner(runner.function("with_params")?.invoke((params,))?)?;
+        }
+        Ok(())
     }
 
     /// The executor's other functions (`get_input`, `get_num_inputs`, ...).
@@ -117,5 +214,22 @@ impl GraphModule {
     /// Calls any of the executor's functions by name.
     pub fn call(&self, name: &str, args: &[Value]) -> Result<Value> {
         self.module.function(name)?.call(args)
+    }
+}
+
+fn no_runner() -> Error {
+    Error::type_error(
+        "GraphModule::infer needs a GraphModule made by GraphModule::from_factory (a bare \
+         executor has no model runner)",
+    )
+}
+
+fn outputs(v: Value) -> Result<Vec<NDArray>> {
+    match v {
+        Value::Array(a) => a.to_vec()?.into_iter().map(NDArray::try_from).collect(),
+        other => Err(Error::type_error(format!(
+            "the graph runner returned a {}",
+            other.type_name()
+        ))),
     }
 }

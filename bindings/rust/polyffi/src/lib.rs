@@ -37,7 +37,7 @@ pub use library::runtime_version;
 pub use ndarray::{Element, NDArray};
 pub use registry::{list_global_names, register_global, remove_global, Module};
 pub use value::{
-    Array, DataType, DataTypeOrString, Device, FromRet, IntoArgs, Map, Object, ToArg, Value,
+    Array, DataType, DataTypeOrString, Device, FromRet, IntoArgs, Map, Object, Shape, ToArg, Value,
 };
 pub use vm::{Allocator, Output, VirtualMachine, VmArg, VmFunction};
 

@@ -1,8 +1,9 @@
-//! Values that cross the boundary: [`Value`] and its conversions, [`Device`], [`DataType`], and
-//! the object handles [`Object`], [`Array`], [`Map`]. All conversion between `TVMValue` + type
+//! Values that cross the boundary: [`Value`] and its conversions, [`Device`], [`DataType`],
+//! [`Shape`], and the object handles [`Object`], [`Array`], [`Map`]. All conversion between `TVMValue` + type
 //! code and Rust lives here: arguments ([`ToArg`], [`IntoArgs`]) and results ([`FromRet`]).
 use std::ffi::{c_void, CStr, CString};
 use std::fmt;
+use std::ops::Deref;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 use std::str::FromStr;
@@ -304,6 +305,7 @@ impl fmt::Debug for Object {
 /// Type indexes of the objects that convert to native values, looked up once.
 struct KnownTypes {
     string: Option<u32>,
+    shape: Option<u32>,
     array: Option<u32>,
     map: Option<u32>,
 }
@@ -318,6 +320,7 @@ fn known_types() -> &'static KnownTypes {
         };
         KnownTypes {
             string: index(c"runtime.String"),
+            shape: index(c"runtime.ShapeTuple"),
             array: index(c"Array"),
             map: index(c"Map"),
         }
@@ -335,6 +338,123 @@ macro_rules! core_global {
     }};
 }
 pub(crate) use core_global;
+
+/// A shape: TVM's `runtime.ShapeTuple` (`ffi.Shape` in TVM 0.27) as the dimensions themselves.
+///
+/// Every ShapeTuple a call returns arrives as [`Value::Shape`]; a `Shape` derefs to `&[i64]`
+/// (`len`, indexing, iteration). Pass one as an argument (or in a [`Value`]) and the callee gets
+/// a `runtime.ShapeTuple`; a `Vec<i64>` or `&[i64]` becomes one with `Shape::from`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Shape(Vec<i64>);
+
+impl Shape {
+    pub fn new(dims: impl Into<Vec<i64>>) -> Shape {
+        Shape(dims.into())
+    }
+    pub fn as_slice(&self) -> &[i64] {
+        &self.0
+    }
+    pub fn into_vec(self) -> Vec<i64> {
+        self.0
+    }
+    /// Builds the runtime object, `runtime.ShapeTuple(dims...)`.
+    pub fn to_object(&self) -> Result<Object> {
+        crate::library::ensure()?;
+        let f = core_global!("runtime.ShapeTuple")?;
+        let mut values: Vec<TVMValue> = self.0.iter().map(|&d| TVMValue { v_int64: d }).collect();
+        let mut codes = vec![INT; self.0.len()];
+        let n = c_int::try_from(values.len())
+            .map_err(|_| Error::value_error("a Shape with more than 2^31 dimensions"))?;
+        let mut ret = TVMValue { v_int64: 0 };
+        let mut ret_code: c_int = NULL;
+        // SAFETY: n int arguments in values/codes; ret/ret_code are out-parameters.
+        check_call(unsafe {
+            sys::TVMFuncCall(
+                f.as_raw(),
+                values.as_mut_ptr(),
+                codes.as_mut_ptr(),
+                n,
+                &mut ret,
+                &mut ret_code,
+            )
+        })?;
+        // SAFETY: the owned result of the call just made; taken over (and so freed) here.
+        match (ret_code, NonNull::new(unsafe { ret.v_handle })) {
+            (OBJECT, Some(h)) => Ok(unsafe { Object::from_raw(h) }),
+            _ => {
+                let got = unsafe { Value::from_raw_owned(ret, ret_code) }?;
+                Err(Error::type_error(format!(
+                    "runtime.ShapeTuple returned {}",
+                    got.type_name()
+                )))
+            }
+        }
+    }
+    /// Reads a `runtime.ShapeTuple` object in one call (`runtime.ShapeTupleBytes`).
+    fn from_object(obj: &Object) -> Result<Shape> {
+        let f = core_global!("runtime.ShapeTupleBytes")?;
+        match f.invoke::<Value>((obj,))? {
+            Value::Bytes(b) if b.len() % 8 == 0 => Ok(Shape(
+                b.chunks_exact(8)
+                    .map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                    .collect(),
+            )),
+            other => Err(Error::type_error(format!(
+                "runtime.ShapeTupleBytes returned {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+impl Deref for Shape {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        &self.0
+    }
+}
+
+impl From<Vec<i64>> for Shape {
+    fn from(v: Vec<i64>) -> Shape {
+        Shape(v)
+    }
+}
+
+impl From<&[i64]> for Shape {
+    fn from(v: &[i64]) -> Shape {
+        Shape(v.to_vec())
+    }
+}
+
+impl<const N: usize> From<[i64; N]> for Shape {
+    fn from(v: [i64; N]) -> Shape {
+        Shape(v.to_vec())
+    }
+}
+
+impl From<Shape> for Vec<i64> {
+    fn from(s: Shape) -> Vec<i64> {
+        s.0
+    }
+}
+
+impl PartialEq<[i64]> for Shape {
+    fn eq(&self, other: &[i64]) -> bool {
+        self.0 == other
+    }
+}
+
+impl<const N: usize> PartialEq<[i64; N]> for Shape {
+    fn eq(&self, other: &[i64; N]) -> bool {
+        self.0 == other
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Shape({:?})", self.0)
+    }
+}
 
 /// A runtime `Array` (immutable; items are any values).
 #[derive(Clone, Debug)]
@@ -451,6 +571,8 @@ pub enum Value {
     NDArray(NDArray),
     Array(Array),
     Map(Map),
+    /// A `runtime.ShapeTuple`, by value.
+    Shape(Shape),
     Object(Object),
     /// A raw pointer passed through untouched (kTVMOpaqueHandle); never dereferenced here.
     OpaqueHandle(usize),
@@ -471,6 +593,7 @@ impl Value {
             Value::Function(_) => "Function",
             Value::Module(_) => "Module",
             Value::NDArray(_) => "NDArray",
+            Value::Shape(_) => "Shape",
             Value::Array(_) | Value::Map(_) | Value::Object(_) => "Object",
             Value::OpaqueHandle(_) => "handle",
         }
@@ -584,6 +707,9 @@ fn object_value(obj: Object) -> Result<Value> {
             ))),
         };
     }
+    if Some(index) == known.shape {
+        return Shape::from_object(&obj).map(Value::Shape);
+    }
     if Some(index) == known.array {
         return Ok(Value::Array(Array(obj)));
     }
@@ -605,6 +731,7 @@ impl PartialEq for Value {
             (Value::Bytes(a), Value::Bytes(b)) => a == b,
             (Value::Device(a), Value::Device(b)) => a == b,
             (Value::DataType(a), Value::DataType(b)) => a == b,
+            (Value::Shape(a), Value::Shape(b)) => a == b,
             (Value::OpaqueHandle(a), Value::OpaqueHandle(b)) => a == b,
             _ => match (self.handle(), other.handle()) {
                 (Some(a), Some(b)) => a == b && self.type_name() == other.type_name(),
@@ -648,6 +775,7 @@ value_from! {
     Array => |x| Value::Array(x),
     Map => |x| Value::Map(x),
     Object => |x| Value::Object(x),
+    Shape => |x| Value::Shape(x),
 }
 
 impl<T: Into<Value>> From<Option<T>> for Value {
@@ -697,6 +825,7 @@ value_try_into! {
     Array, "Array" => |v| Value::Array(x) => x;
     Map, "Map" => |v| Value::Map(x) => x;
     Object, "Object" => |v| Value::Object(x) => x, Value::Array(x) => x.0, Value::Map(x) => x.0;
+    Shape, "Shape" => |v| Value::Shape(x) => x;
     (), "None" => |v| Value::Null => ();
 }
 
@@ -817,6 +946,8 @@ pub enum ValueHolder {
     None,
     Str(StrHolder),
     Bytes(sys::TVMByteArray),
+    /// An object made for the call (a Shape's runtime.ShapeTuple), released after it.
+    Object(Object),
 }
 
 /// One argument of a call. `prepare` makes whatever the C side needs to outlive the call
@@ -940,6 +1071,7 @@ impl ToArg for Value {
         Ok(match self {
             Value::Str(s) => ValueHolder::Str(StrHolder::new(s.as_bytes())?),
             Value::Bytes(b) => ValueHolder::Bytes(b.as_slice().prepare()?),
+            Value::Shape(s) => ValueHolder::Object(s.to_object()?),
             _ => ValueHolder::None,
         })
     }
@@ -952,6 +1084,7 @@ impl ToArg for Value {
                 },
                 BYTES,
             ),
+            (Value::Shape(_), ValueHolder::Object(o)) => o.raw(&()),
             (Value::Null, _) => (TVMValue { v_int64: 0 }, NULL),
             (Value::Int(x), _) => x.raw(&()),
             (Value::Float(x), _) => x.raw(&()),
@@ -970,9 +1103,22 @@ impl ToArg for Value {
                 },
                 OPAQUE,
             ),
-            // prepare() always pairs Str/Bytes with their holders.
-            (Value::Str(_), _) | (Value::Bytes(_), _) => (TVMValue { v_int64: 0 }, NULL),
+            // prepare() always pairs Str/Bytes/Shape with their holders.
+            (Value::Str(_), _) | (Value::Bytes(_), _) | (Value::Shape(_), _) => {
+                (TVMValue { v_int64: 0 }, NULL)
+            }
         }
+    }
+}
+
+/// A Shape argument: a `runtime.ShapeTuple` made for the call.
+impl ToArg for Shape {
+    type Holder = Object;
+    fn prepare(&self) -> Result<Object> {
+        self.to_object()
+    }
+    fn raw(&self, h: &Object) -> (TVMValue, c_int) {
+        h.raw(&())
     }
 }
 
@@ -1052,7 +1198,7 @@ pub(crate) fn with_packed_slice<R>(
     if args.len() <= N
         && !args
             .iter()
-            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_)))
+            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_) | Value::Shape(_)))
     {
         let mut values = [TVMValue { v_int64: 0 }; N];
         let mut codes = [NULL; N];
@@ -1155,7 +1301,8 @@ slow_ret!(
     Module,
     NDArray,
     Array,
-    Map
+    Map,
+    Shape
 );
 
 /// An object result as the raw object, without turning runtime.String / Array / Map into their

@@ -15,13 +15,18 @@
 //! }
 //! ```
 //!
+//! Calls run on the core's model runner (`polyffi.runner.vm`), which owns the VM protocol, stages
+//! every argument TVM's kernels could not take as it is (host memory the caller lends, and
+//! misaligned or strided arrays, are copied into compact 64-byte-aligned arrays) and runs each
+//! call on a VM of its own pool. So [`VirtualMachine::invoke`] takes `&self`, and one
+//! `VirtualMachine` (`Send + Sync`) serves many threads at once, sharing the model's weights.
+//!
 //! Arguments ([`VmArg`]): [`NDArray`]s, `ndarray` arrays and views, `(&[T], &[i64])` (a slice
-//! with its shape), [`Value`]s and scalars. Host memory passes zero-copy when it is compact and
-//! 64-byte aligned; anything else is copied into a new aligned array first: the kernels TVM
-//! compiles assume 64-byte-aligned buffers without checking. Results are [`Output`]s: a tensor,
-//! or a tuple of outputs for a relax Tuple. A result holds its own storage, so it stays valid
-//! after the next call.
-use std::collections::HashMap;
+//! with its shape), [`Value`]s and scalars. Results are [`Output`]s: a tensor, or a tuple of
+//! outputs for a relax Tuple. A result holds its own storage, so it stays valid after the next
+//! call.
+use std::any::Any;
+use std::collections::HashSet;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::Mutex;
@@ -36,9 +41,6 @@ use crate::registry::Module;
 use crate::value::{ToArg, Value, ValueHolder};
 use crate::Device;
 
-/// The alignment TVM's compiled kernels assume of every tensor's data.
-pub const KERNEL_ALIGNMENT: usize = 64;
-
 /// The VM's storage allocator, as `vm_initialization` numbers them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum Allocator {
@@ -50,10 +52,10 @@ pub enum Allocator {
 }
 
 impl Allocator {
-    fn code(self) -> i64 {
+    fn name(self) -> &'static str {
         match self {
-            Allocator::Naive => 1,
-            Allocator::Pooled => 2,
+            Allocator::Naive => "naive",
+            Allocator::Pooled => "pooled",
         }
     }
 }
@@ -139,19 +141,21 @@ impl TryFrom<Output> for NDArray {
     }
 }
 
-/// An argument prepared for one call: borrowed from the caller, or a copy made for the call.
+/// An argument prepared for one call: the packed value, and what must outlive the call.
 pub struct Staged<'a>(StagedKind<'a>);
 
 enum StagedKind<'a> {
     /// The caller's array, passed as it is.
     Array(&'a NDArray),
-    /// A new array (an aligned copy) or a borrowed view of the caller's aligned memory; either
-    /// way it lives until the call returns.
+    /// A borrowed view of the caller's memory, alive until the call returns.
     Temp(NDArray),
     /// A value passed as it is (with its string / bytes holder).
     Value(&'a Value, ValueHolder),
     /// A scalar.
     Scalar(Value),
+    /// A packed value reading from a boxed holder (a DLTensor of an `ndarray` view).
+    #[allow(dead_code)]
+    Raw(TVMValue, c_int, Box<dyn Any>),
 }
 
 impl Staged<'_> {
@@ -161,6 +165,7 @@ impl Staged<'_> {
             StagedKind::Temp(a) => a.raw(&()),
             StagedKind::Value(v, h) => v.raw(h),
             StagedKind::Scalar(v) => v.raw(&ValueHolder::None),
+            StagedKind::Raw(v, c, _) => (*v, *c),
         }
     }
 }
@@ -171,35 +176,9 @@ mod sealed {
 
 /// What a VM function accepts as an argument (see the [module docs](self)).
 pub trait VmArg: sealed::Sealed {
-    /// Prepares the argument for a call: zero-copy when the memory is compact and 64-byte
-    /// aligned, otherwise an aligned copy.
+    /// Prepares the argument for a call (host memory is lent as a view; the core copies what
+    /// the kernels cannot take as it is).
     fn stage(&self) -> Result<Staged<'_>>;
-}
-
-fn is_aligned(p: *const c_void) -> bool {
-    (p as usize) % KERNEL_ALIGNMENT == 0
-}
-
-/// An aligned, compact copy of `a` on its own device.
-fn aligned_copy(a: &NDArray) -> Result<NDArray> {
-    let mut out = NDArray::empty(a.shape(), a.dtype(), a.device())?;
-    if a.is_contiguous() && matches!(a.device().device_type, 1 | 3) {
-        // SAFETY: a compact CPU array's size_bytes() bytes start at data_ptr().
-        let bytes =
-            unsafe { std::slice::from_raw_parts(a.data_ptr() as *const u8, a.size_bytes()) };
-        out.copy_from_bytes(bytes)?;
-    } else {
-        out.copy_from(a)?;
-    }
-    Ok(out)
-}
-
-fn stage_array(a: &NDArray) -> Result<Staged<'_>> {
-    let host = matches!(a.device().device_type, 1 | 3);
-    if host && (!is_aligned(a.data_ptr()) || !a.is_contiguous()) {
-        return Ok(Staged(StagedKind::Temp(aligned_copy(a)?)));
-    }
-    Ok(Staged(StagedKind::Array(a)))
 }
 
 /// A borrowed view of compact host memory (the descriptor is copied by `from_borrowed`).
@@ -224,7 +203,7 @@ unsafe fn host_view(data: *const c_void, shape: &[i64], dtype: crate::DataType) 
 impl sealed::Sealed for NDArray {}
 impl VmArg for NDArray {
     fn stage(&self) -> Result<Staged<'_>> {
-        stage_array(self)
+        Ok(Staged(StagedKind::Array(self)))
     }
 }
 
@@ -232,7 +211,7 @@ impl sealed::Sealed for Value {}
 impl VmArg for Value {
     fn stage(&self) -> Result<Staged<'_>> {
         match self {
-            Value::NDArray(a) => stage_array(a),
+            Value::NDArray(a) => Ok(Staged(StagedKind::Array(a))),
             other => Ok(Staged(StagedKind::Value(other, other.prepare()?))),
         }
     }
@@ -261,7 +240,7 @@ scalar_vm_arg! {
     f64 => Float as f64, f32 => Float as f64, bool => Bool as bool,
 }
 
-/// A slice with its shape (row-major): zero-copy when the slice is 64-byte aligned.
+/// A slice with its shape (row-major), lent as a view.
 impl<T: Element> sealed::Sealed for (&[T], &[i64]) {}
 impl<T: Element> VmArg for (&[T], &[i64]) {
     fn stage(&self) -> Result<Staged<'_>> {
@@ -283,13 +262,9 @@ impl<T: Element> VmArg for (&[T], &[i64]) {
                 data.len()
             )));
         }
-        if is_aligned(data.as_ptr() as *const c_void) {
-            // SAFETY: the view is dropped when the call returns, while `data` is borrowed.
-            let view = unsafe { host_view(data.as_ptr() as *const c_void, shape, T::DTYPE) };
-            Ok(Staged(StagedKind::Temp(view)))
-        } else {
-            Ok(Staged(StagedKind::Temp(NDArray::from_slice(data, shape)?)))
-        }
+        // SAFETY: the view is dropped when the call returns, while `data` is borrowed.
+        let view = unsafe { host_view(data.as_ptr() as *const c_void, shape, T::DTYPE) };
+        Ok(Staged(StagedKind::Temp(view)))
     }
 }
 
@@ -298,7 +273,7 @@ mod with_ndarray {
     use super::*;
     use ndarray::{ArrayBase, Dimension};
 
-    /// `ndarray` arrays and views: zero-copy when in standard layout and 64-byte aligned.
+    /// `ndarray` arrays and views, lent as a (possibly strided) view.
     impl<S, D> sealed::Sealed for ArrayBase<S, D>
     where
         S: ndarray::Data,
@@ -313,26 +288,22 @@ mod with_ndarray {
         D: Dimension,
     {
         fn stage(&self) -> Result<Staged<'_>> {
-            if self.is_standard_layout() && is_aligned(self.as_ptr() as *const c_void) {
-                let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
-                // SAFETY: the view is dropped when the call returns, while `self` is borrowed.
-                let view = unsafe {
-                    host_view(
-                        self.as_ptr() as *const c_void,
-                        &shape,
-                        <S::Elem as Element>::DTYPE,
-                    )
-                };
-                Ok(Staged(StagedKind::Temp(view)))
-            } else {
-                Ok(Staged(StagedKind::Temp(NDArray::from_ndarray(self)?)))
-            }
+            // The DLTensor lives in the boxed holder (a stable address) until the call returns.
+            let holder = Box::new(ToArg::prepare(self)?);
+            let (v, c) = ToArg::raw(self, &holder);
+            Ok(Staged(StagedKind::Raw(v, c, holder)))
         }
     }
 }
 
-fn call_staged(f: &Function, args: &[&dyn VmArg]) -> Result<Value> {
-    let staged = args.iter().map(|a| a.stage()).collect::<Result<Vec<_>>>()?;
+/// `f(head..., args...)`: args staged as [`VmArg`] describes.
+pub(crate) fn call_staged(f: &Function, head: &[Value], args: &[&dyn VmArg]) -> Result<Value> {
+    let head: Vec<&dyn VmArg> = head.iter().map(|v| v as &dyn VmArg).collect();
+    let staged = head
+        .iter()
+        .chain(args.iter())
+        .map(|a| a.stage())
+        .collect::<Result<Vec<_>>>()?;
     let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
         staged.iter().map(Staged::raw).unzip();
     let out = f.call_raw(&mut values, &mut codes);
@@ -340,38 +311,44 @@ fn call_staged(f: &Function, args: &[&dyn VmArg]) -> Result<Value> {
     out
 }
 
-/// One function of a [`VirtualMachine`] (`vm["forward"]`).
+/// One function of a [`VirtualMachine`] (`vm["forward"]`): a call runs on the runner's pool.
 #[derive(Clone, Debug)]
 pub struct VmFunction {
-    name: String,
-    function: Function,
+    name: Value,
+    run: Function,
 }
 
 impl VmFunction {
-    /// Runs the function: arguments staged as [`VmArg`] describes, the result as an [`Output`].
+    /// Runs the function (thread-safe): arguments as [`VmArg`] describes, the result as an
+    /// [`Output`].
     pub fn call(&self, args: &[&dyn VmArg]) -> Result<Output> {
-        Output::from_value(call_staged(&self.function, args)?)
+        Output::from_value(call_staged(
+            &self.run,
+            std::slice::from_ref(&self.name),
+            args,
+        )?)
     }
 
     pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The VM module's own function (plain packed calls, no staging or conversion).
-    pub fn function(&self) -> &Function {
-        &self.function
+        match &self.name {
+            Value::Str(s) => s,
+            _ => "",
+        }
     }
 }
 
-/// A relax VM over an executable: `lib["vm_load_executable"]()`, then `vm_initialization` as
-/// TVM's `relax.VirtualMachine` calls it. `Send + Sync`: calls from several threads are
-/// serialized by the VM (one runs at a time); for parallel inference make one VM per thread from
-/// the same library.
+/// A relax VM over an executable, run by the core's model runner (`polyffi.runner.vm`), which
+/// does `vm_load_executable` + `vm_initialization` as TVM's `relax.VirtualMachine` does. `Send +
+/// Sync`, and [`invoke`](Self::invoke) takes `&self`: calls from many threads run at once, each
+/// on a VM of the runner's pool (sharing the executable's weights), without a lock. The stateful
+/// API (`set_input` / `invoke_stateful`) uses the runner's own VM, one caller at a time.
 #[derive(Debug)]
 pub struct VirtualMachine {
+    runner: Module,
+    run: Function,
     module: Module,
     device: Device,
-    functions: Mutex<HashMap<String, VmFunction>>,
+    known: Mutex<HashSet<String>>,
 }
 
 impl VirtualMachine {
@@ -381,76 +358,66 @@ impl VirtualMachine {
         VirtualMachine::with_allocator(lib, device, Allocator::Pooled)
     }
 
-    /// As [`new`](Self::new) with the given allocator. For a device other than the CPU the CPU
-    /// is added as the last device (shape computations run there), as TVM's wrapper does.
+    /// As [`new`](Self::new) with the given allocator.
     pub fn with_allocator(
         lib: &Module,
         device: Device,
         allocator: Allocator,
     ) -> Result<VirtualMachine> {
-        let load = lib
-            .get_function("vm_load_executable", false)?
-            .ok_or_else(|| {
-                let key = lib.type_key().unwrap_or_else(|_| "?".into());
-                let hint = if key.starts_with("GraphExecutor") || key.starts_with("GraphRuntime") {
-                    "; a TVM 0.18 graph export goes to GraphModule::from_factory"
-                } else {
-                    ""
-                };
-                Error::type_error(format!(
-                    "VirtualMachine::new: a {key} module is not a relax VM executable \
+        if lib.get_function("vm_load_executable", false)?.is_none() {
+            let key = lib.type_key().unwrap_or_else(|_| "?".into());
+            let hint = if key.starts_with("GraphExecutor") || key.starts_with("GraphRuntime") {
+                "; a TVM 0.18 graph export goes to GraphModule::from_factory"
+            } else {
+                ""
+            };
+            return Err(Error::type_error(format!(
+                "VirtualMachine::new: a {key} module is not a relax VM executable \
                  (it has no vm_load_executable){hint}"
-                ))
-            })?;
-        let module: Module = load.invoke(())?;
-        let init = module.function("vm_initialization").map_err(|_| {
-            Error::type_error(
-                "VirtualMachine::new: vm_load_executable() gave a module without \
-                 vm_initialization",
-            )
-        })?;
-        let alloc = allocator.code();
-        let (dt, di) = (device.device_type as i64, device.device_id as i64);
-        if device.device_type == 1 {
-            init.invoke::<()>((dt, di, alloc))?;
-        } else {
-            init.invoke::<()>((dt, di, alloc, 1i64, 0i64, alloc))?;
+            )));
         }
+        let runner: Module = Function::global("polyffi.runner.vm")?.invoke((
+            lib,
+            device.device_type as i64,
+            device.device_id as i64,
+            allocator.name(),
+        ))?;
         Ok(VirtualMachine {
-            module,
+            run: runner.function("run")?,
+            module: runner.function("vm")?.invoke(())?,
+            runner,
             device,
-            functions: Mutex::new(HashMap::new()),
+            known: Mutex::new(HashSet::new()),
         })
     }
 
-    /// The VM function `name` (looked up once); AttributeError naming it when the executable
+    /// The VM function `name` (checked once); AttributeError naming it when the executable
     /// has none.
     pub fn function(&self, name: &str) -> Result<VmFunction> {
-        if let Some(f) = self.cache().get(name) {
-            return Ok(f.clone());
-        }
-        let function = self.module.get_function(name, false)?.ok_or_else(|| {
-            Error::new(
+        if !self.has_function(name)? {
+            return Err(Error::new(
                 "AttributeError",
                 format!("VirtualMachine: the executable has no function '{name}'"),
-            )
-        })?;
-        let f = VmFunction {
-            name: name.to_string(),
-            function,
-        };
-        self.cache().insert(name.to_string(), f.clone());
-        Ok(f)
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, VmFunction>> {
-        // The map stays consistent even if a holder panicked (inserts are single calls).
-        self.functions.lock().unwrap_or_else(|e| e.into_inner())
+            ));
+        }
+        Ok(VmFunction {
+            name: Value::Str(name.to_string()),
+            run: self.run.clone(),
+        })
     }
 
     /// Whether the executable has a function `name`.
     pub fn has_function(&self, name: &str) -> Result<bool> {
-        Ok(self.cache().contains_key(name) || self.module.get_function(name, false)?.is_some())
+        // The set stays consistent even if a holder panicked (inserts are single calls).
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.contains(name) {
+            return Ok(true);
+        }
+        let found = self.module.get_function(name, false)?.is_some();
+        if found {
+            known.insert(name.to_string());
+        }
+        Ok(found)
     }
 
     /// Runs the VM function `name` on `args`: `vm.invoke("forward", &[&x, &w])`.
@@ -459,17 +426,14 @@ impl VirtualMachine {
     }
 
     fn builtin(&self, name: &str) -> Result<Function> {
-        Ok(self.function(name)?.function)
+        self.module.function(name)
     }
 
     /// Stores the inputs of `func_name` for [`invoke_stateful`](Self::invoke_stateful) (the VM
     /// copies them into its own storage).
     pub fn set_input(&self, func_name: &str, args: &[&dyn VmArg]) -> Result<()> {
-        let name = Value::Str(func_name.to_string());
-        let mut all: Vec<&dyn VmArg> = Vec::with_capacity(args.len() + 1);
-        all.push(&name);
-        all.extend_from_slice(args);
-        call_staged(&self.builtin("set_input")?, &all).map(drop)
+        let name = [Value::Str(func_name.to_string())];
+        call_staged(&self.builtin("set_input")?, &name, args).map(drop)
     }
 
     /// Runs `func_name` on the inputs given to [`set_input`](Self::set_input).
@@ -508,87 +472,30 @@ impl VirtualMachine {
 
     /// The parameter names of `func_name`, in order.
     pub fn param_names(&self, func_name: &str) -> Result<Vec<String>> {
-        let n: i64 = self.builtin("get_function_arity")?.invoke((func_name,))?;
-        let get = self.builtin("get_function_param_name")?;
-        (0..n)
-            .map(|i| get.invoke::<String>((func_name, i)))
-            .collect()
+        match self
+            .runner
+            .function("param_names")?
+            .invoke::<Value>((func_name,))?
+        {
+            Value::Array(a) => a.to_vec()?.into_iter().map(String::try_from).collect(),
+            other => Err(Error::type_error(format!(
+                "param_names returned a {}",
+                other.type_name()
+            ))),
+        }
     }
 
-    /// The VM module (`lib["vm_load_executable"]()`), for its other functions.
+    /// The runner's own VM module (`lib["vm_load_executable"]()`), for its other functions.
     pub fn module(&self) -> &Module {
         &self.module
     }
 
+    /// The core's model runner (`polyffi.runner.vm`): `run`, `pool_size`, ...
+    pub fn runner(&self) -> &Module {
+        &self.runner
+    }
+
     pub fn device(&self) -> Device {
         self.device
-    }
-}
-
-#[cfg(all(test, feature = "ndarray"))]
-mod tests {
-    use super::*;
-    use crate::DataType;
-
-    fn staged_ptr(s: &Staged<'_>) -> *mut c_void {
-        match &s.0 {
-            StagedKind::Array(a) => a.data_ptr(),
-            StagedKind::Temp(a) => a.data_ptr(),
-            _ => std::ptr::null_mut(),
-        }
-    }
-
-    /// A slice of 16 floats starting `offset` bytes past a 64-byte boundary.
-    fn floats_at(storage: &mut [f32], offset: usize) -> &mut [f32] {
-        let skip = (64 - storage.as_ptr() as usize % 64) % 64 + offset;
-        assert_eq!(skip % 4, 0);
-        let s = &mut storage[skip / 4..skip / 4 + 16];
-        for (i, x) in s.iter_mut().enumerate() {
-            *x = i as f32;
-        }
-        s
-    }
-
-    #[test]
-    fn aligned_host_memory_passes_zero_copy_and_the_rest_is_copied_aligned() {
-        let mut storage = vec![0f32; 64];
-        let shape = [2i64, 8];
-        for offset in [0usize, 4, 16, 32] {
-            let data: &[f32] = floats_at(&mut storage, offset);
-            let ptr = data.as_ptr() as *mut c_void;
-            let slice_arg = (data, &shape[..]);
-            let view_arg = ndarray::ArrayView2::from_shape((2, 8), data).unwrap();
-            let views: [Staged<'_>; 2] = [slice_arg.stage().unwrap(), view_arg.stage().unwrap()];
-            for staged in &views {
-                let p = staged_ptr(staged);
-                assert_eq!(
-                    p == ptr,
-                    offset == 0,
-                    "offset {offset}: zero-copy iff aligned"
-                );
-                assert!(
-                    is_aligned(p),
-                    "offset {offset}: what reaches the VM is aligned"
-                );
-                let (v, code) = staged.raw();
-                // SAFETY: a staged tensor argument is a live DLTensor*.
-                let t = unsafe { &*(v.v_handle as *const sys::DLTensor) };
-                assert_eq!(unsafe { std::slice::from_raw_parts(t.shape, 2) }, &shape);
-                let copy = unsafe { std::slice::from_raw_parts(t.data as *const f32, 16) };
-                assert_eq!(copy, data, "offset {offset}: same values");
-                assert!(code == crate::value::DLTENSOR || code == crate::value::NDARRAY);
-            }
-        }
-        // A runtime array (aligned) passes as itself; a misaligned borrowed view is copied.
-        let a = NDArray::from_slice(&[1f32; 16], &[16]).unwrap();
-        assert_eq!(staged_ptr(&a.stage().unwrap()), a.data_ptr());
-        let data: &[f32] = floats_at(&mut storage, 4);
-        // SAFETY: `data` outlives the view.
-        let view = unsafe { host_view(data.as_ptr() as *const c_void, &[16], DataType::FLOAT32) };
-        let staged = view.stage().unwrap();
-        assert_ne!(staged_ptr(&staged), view.data_ptr());
-        assert!(is_aligned(staged_ptr(&staged)));
-        // Scalars and other values pass as they are.
-        assert_eq!(2.5f64.stage().unwrap().raw().1, crate::value::FLOAT);
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use polyffi::{Array, DataType, Device, Function, Map, Module, NDArray, Value};
+use polyffi::{Array, DataType, Device, Function, Map, Module, NDArray, Shape, Value};
 use serde_json::Value as Json;
 
 type Outcome<T = ()> = std::result::Result<T, String>;
@@ -235,6 +235,15 @@ fn hex_bytes(s: &str) -> Outcome<Vec<u8>> {
 }
 
 /// Row-major bytes of an `ndarray` tag's data in its dtype.
+/// The dimensions of a {"shape": [...]} tag (int64 each).
+fn shape_dims(body: &Json) -> Outcome<Vec<i64>> {
+    body.as_array()
+        .ok_or("bad shape")?
+        .iter()
+        .map(|d| d.as_i64().ok_or_else(|| format!("bad shape dimension {d}")))
+        .collect()
+}
+
 fn ndarray_bytes(body: &Json) -> Outcome<(DataType, Vec<i64>, Vec<u8>)> {
     let dtype_text = body["dtype"].as_str().ok_or("ndarray without dtype")?;
     let dtype = DataType::parse(dtype_text).map_err(|e| e.to_string())?;
@@ -366,6 +375,7 @@ impl CaseRun {
                 }
                 Value::Map(Map::new(&items).map_err(err)?)
             }
+            "shape" => Value::Shape(Shape::from(shape_dims(body)?)),
             "ndarray" => {
                 let (dtype, shape, bytes) = ndarray_bytes(body)?;
                 let mut nd = NDArray::empty(&shape, dtype, Device::cpu(0)).map_err(err)?;
@@ -511,6 +521,14 @@ impl CaseRun {
                         Err(e) => return fail(&format!("looking up key {}: {e}", kv[0])),
                     };
                     self.expect(&kv[1], &got, args, &format!("{path}[{}]", kv[0]))?;
+                }
+            }
+            "shape" => {
+                let Value::Shape(got) = actual else {
+                    return fail("not a Shape");
+                };
+                if got.as_slice() != shape_dims(body)?.as_slice() {
+                    return fail("dimensions differ");
                 }
             }
             "ndarray" => {

@@ -1,5 +1,6 @@
 #include "jni_util.h"
 
+#include <polyffi/binding_common.h>
 #include <pthread.h>
 
 namespace polyffi_jni {
@@ -153,23 +154,6 @@ jstring NewStringUtf8(JNIEnv* env, const char* data, size_t size) {
   return env->NewString(u, static_cast<jsize>(j));
 }
 
-void FreeByCode(int code, void* handle) {
-  switch (code) {
-    case kFunction:
-      TVMFuncFree(handle);
-      break;
-    case kModule:
-      TVMModFree(handle);
-      break;
-    case kNDArray:
-      TVMArrayFree(static_cast<TVMArrayHandle>(handle));
-      break;
-    case kObject:
-      TVMObjectFree(handle);
-      break;
-    default:
-      break;  // values and borrowed views own nothing
-  }
-}
+void FreeByCode(int code, void* handle) { PolyffiFreeHandle(handle, code); }
 
 }  // namespace polyffi_jni

@@ -198,6 +198,8 @@ final class Callbacks {
       fr.retCode = Values.DTYPE;
     } else if (r instanceof Callback) {
       owned(fr, Function.convert((Callback) r));
+    } else if (r instanceof long[]) {
+      owned(fr, Values.shapeTuple((long[]) r));
     } else if (r instanceof List) {
       owned(fr, Values.toArray((List<?>) r));
     } else if (r instanceof Map) {

@@ -2,6 +2,7 @@ package org.polyffi;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
@@ -15,8 +16,11 @@ import java.util.Set;
  *     GraphModule gm = GraphModule.fromFactory(lib, Device.cpu())) { ... }
  * }</pre>
  *
- * Not thread-safe: use one per thread or a pool ({@code fromFactory} per thread gives each one an
- * executor with the params already set).
+ * <p>The stateful methods ({@link #setInput}, {@link #run}, {@link #getOutput}) are not
+ * thread-safe. {@link #fromFactory} is backed by the core's model runner ({@code
+ * polyffi.runner.graph}): {@link #infer} is stateless and thread-safe, and runs on an executor of
+ * the runner's pool (the executors share the model's weights), so one GraphModule serves many
+ * threads at once without a lock.
  */
 public final class GraphModule implements AutoCloseable {
   private final Module module;
@@ -26,6 +30,34 @@ public final class GraphModule implements AutoCloseable {
   private final Function getNumOutputs;
   private final Function getInputIndex;
   private final Function loadParams;
+
+  /** A model runner and its run function (replaced as a whole by loadParams). */
+  private static final class Runner {
+    final Module module;
+    final Function run;
+    final List<String> inputNames;
+
+    Runner(Module module) {
+      this.module = module;
+      this.run = module.getFunction("run");
+      List<String> names = new ArrayList<>();
+      try (Function f = module.getFunction("input_names");
+          ArrayObject arr = (ArrayObject) f.call()) {
+        for (Object x : arr) names.add((String) x);
+      }
+      this.inputNames = List.copyOf(names);
+    }
+
+    void close() {
+      run.close();
+      module.close();
+    }
+  }
+
+  private volatile Runner runner;
+
+  /** Runners replaced by loadParams: calls may be in flight on them; closed with this. */
+  private final List<Runner> retired = new ArrayList<>();
 
   /**
    * Wraps an executor module (this GraphModule takes ownership of it). A factory module (a library
@@ -101,19 +133,44 @@ public final class GraphModule implements AutoCloseable {
               + moduleName
               + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
     }
-    Object m;
-    try (make) {
-      m = make.call(device);
+    make.close();
+    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
+      return withRunner((Module) f.call(factory, (long) device.type(), (long) device.id()));
     }
-    if (!(m instanceof Module)) {
-      if (m instanceof Handle) ((Handle) m).close();
-      throw new FFIException(
-          "TypeError", moduleName + "(device) returned " + Function.describe(m) + ", not a module");
+  }
+
+  /**
+   * The three artifacts of an export (graph JSON, kernel library, params blob) over the core's
+   * model runner, so {@link #infer} is available as with {@link #fromFactory}.
+   */
+  public static GraphModule fromParts(String graphJson, Module lib, byte[] params, Device device) {
+    Objects.requireNonNull(graphJson, "graphJson");
+    Objects.requireNonNull(lib, "lib");
+    Objects.requireNonNull(device, "device");
+    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
+      return withRunner(
+          (Module)
+              f.call(graphJson, lib, (Object) params, (long) device.type(), (long) device.id()));
     }
+  }
+
+  private static GraphModule withRunner(Module made) {
     try {
-      return new GraphModule((Module) m);
+      Runner r = new Runner(made);
+      GraphModule gm;
+      try (Function executor = made.getFunction("executor")) {
+        Module m = (Module) executor.call();
+        try {
+          gm = new GraphModule(m);
+        } catch (RuntimeException e) {
+          m.close();
+          throw e;
+        }
+      }
+      gm.runner = r;
+      return gm;
     } catch (RuntimeException e) {
-      ((Module) m).close();
+      made.close();
       throw e;
     }
   }
@@ -173,8 +230,66 @@ public final class GraphModule implements AutoCloseable {
     return Math.toIntExact((Long) getInputIndex.call(name));
   }
 
-  public void loadParams(byte[] params) {
+  /** Loads params into the executor; {@link #infer} takes them too (through a new runner). */
+  public synchronized void loadParams(byte[] params) {
     loadParams.call((Object) params);
+    Runner old = runner;
+    if (old != null) {
+      try (Function with = old.module.getFunction("with_params")) {
+        runner = new Runner((Module) with.call((Object) params));
+      }
+      retired.add(old);
+    }
+  }
+
+  /**
+   * Runs the graph on inputs given by position (the graph's inputs that are not weights, in the
+   * order of {@link #inputNames}) and returns every output as a new array (the caller closes them).
+   * Stateless and thread-safe; needs a GraphModule from {@link #fromFactory}.
+   */
+  public List<NDArray> infer(NDArray... inputs) {
+    return outputs(liveRunner().run.call((Object[]) inputs));
+  }
+
+  /** As {@link #infer(NDArray...)} with inputs by name. */
+  public List<NDArray> infer(Map<String, NDArray> inputs) {
+    Object[] args = new Object[2 * inputs.size()];
+    int i = 0;
+    for (Map.Entry<String, NDArray> e : inputs.entrySet()) {
+      args[i++] = e.getKey();
+      args[i++] = e.getValue();
+    }
+    return outputs(liveRunner().run.call(args));
+  }
+
+  /** The graph's inputs that are not weights: what {@link #infer} takes by position. */
+  public List<String> inputNames() {
+    return liveRunner().inputNames;
+  }
+
+  /** The core's model runner behind {@link #infer}, or null for a bare executor. */
+  public Module runner() {
+    Runner r = runner;
+    return r == null ? null : r.module;
+  }
+
+  private Runner liveRunner() {
+    Runner r = runner;
+    if (r == null) {
+      throw new FFIException(
+          "TypeError",
+          "GraphModule.infer needs a GraphModule made by GraphModule.fromFactory (a bare executor"
+              + " has no model runner)");
+    }
+    return r;
+  }
+
+  private static List<NDArray> outputs(Object r) {
+    List<NDArray> out = new ArrayList<>();
+    try (ArrayObject arr = (ArrayObject) r) {
+      for (Object x : arr) out.add((NDArray) x);
+    }
+    return out;
   }
 
   @Override
@@ -186,5 +301,9 @@ public final class GraphModule implements AutoCloseable {
     if (getInputIndex != null) getInputIndex.close();
     loadParams.close();
     module.close();
+    Runner r = runner;
+    if (r != null) r.close();
+    for (Runner old : retired) old.close();
+    retired.clear();
   }
 }

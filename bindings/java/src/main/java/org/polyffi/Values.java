@@ -165,6 +165,10 @@ final class Values {
       MapObject m = toMap((Map<?, ?>) a);
       f.temp(m);
       f.set(i, m.handle(), OBJECT);
+    } else if (a instanceof long[]) {
+      ObjectRef shape = shapeTuple((long[]) a);
+      f.temp(shape);
+      f.set(i, shape.handle(), OBJECT);
     } else if (a instanceof OpaqueHandle) {
       f.set(i, ((OpaqueHandle) a).address(), OPAQUE);
     } else {
@@ -174,8 +178,8 @@ final class Values {
               + i
               + ": unsupported Java type "
               + a.getClass().getName()
-              + " (expected Long, Integer, Double, Boolean, String, byte[], Device, DataType,"
-              + " Function, Module, NDArray, List, Map, Callback or null)");
+              + " (expected Long, Integer, Double, Boolean, String, byte[], long[] (a shape),"
+              + " Device, DataType, Function, Module, NDArray, List, Map, Callback or null)");
     }
   }
 
@@ -196,6 +200,35 @@ final class Values {
     } finally {
       frames.pop(fr);
     }
+  }
+
+  /** A long[] as a runtime.ShapeTuple object (kept as an object, not converted back). */
+  static ObjectRef shapeTuple(long[] dims) {
+    Function f = builtin("runtime.ShapeTuple");
+    Frames frames = FRAMES.get();
+    Frame fr = frames.push(dims.length);
+    try {
+      for (int i = 0; i < dims.length; i++) fr.set(i, dims[i], INT);
+      Native.call(f.handle(), fr.addr, fr.cap, fr.refs, dims.length);
+      if (fr.retCode() != OBJECT) {
+        throw new FFIException(
+            "TypeError", "runtime.ShapeTuple returned type code " + fr.retCode());
+      }
+      return new ObjectRef(fr.retValue(), true);
+    } finally {
+      frames.pop(fr);
+    }
+  }
+
+  /** The dimensions of a runtime.ShapeTuple, read in one call (runtime.ShapeTupleBytes). */
+  static long[] shapeDims(ObjectRef shape) {
+    Object r = builtin("runtime.ShapeTupleBytes").call(shape);
+    if (!(r instanceof byte[]) || ((byte[]) r).length % 8 != 0) {
+      throw new FFIException("TypeError", "runtime.ShapeTupleBytes returned " + r);
+    }
+    long[] dims = new long[((byte[]) r).length / 8];
+    ByteBuffer.wrap((byte[]) r).order(ByteOrder.nativeOrder()).asLongBuffer().get(dims);
+    return dims;
   }
 
   /** A Java List as a runtime.Array (items converted like arguments). */
@@ -257,7 +290,7 @@ final class Values {
     }
   }
 
-  private static volatile int stringIndex = -2, arrayIndex = -2, mapIndex = -2;
+  private static volatile int stringIndex = -2, arrayIndex = -2, mapIndex = -2, shapeIndex = -2;
 
   private static int index(String key) {
     try {
@@ -268,10 +301,11 @@ final class Values {
   }
 
   static Object wrapObject(long h, boolean owned) {
-    if (stringIndex == -2) {
+    if (shapeIndex == -2) {
       stringIndex = index("runtime.String");
       arrayIndex = index("Array"); // TVM's type keys of runtime.Array / runtime.Map objects
       mapIndex = index("Map");
+      shapeIndex = index("runtime.ShapeTuple");
     }
     int t = Native.objectTypeIndex(h);
     if (t == stringIndex) {
@@ -279,6 +313,15 @@ final class Values {
       try {
         Object bytes = builtin("runtime.StringBytes").call(tmp);
         return bytes instanceof byte[] ? Utf8.decode((byte[]) bytes) : bytes;
+      } finally {
+        tmp.close();
+      }
+    }
+    if (t == shapeIndex) {
+      // A shape is its dimensions: a long[] (which passes back as a runtime.ShapeTuple).
+      ObjectRef tmp = new ObjectRef(h, owned);
+      try {
+        return shapeDims(tmp);
       } finally {
         tmp.close();
       }

@@ -2,11 +2,11 @@ package org.polyffi;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 
 /**
@@ -22,38 +22,37 @@ import java.util.concurrent.Executor;
  *     NDArray y = (NDArray) vm.invoke("forward", x)) { ... }
  * }</pre>
  *
- * <p>Arguments: NDArrays (including {@link NDArray#fromBuffer} views of direct ByteBuffers) pass
- * zero-copy when their data is compact and 64-byte aligned ({@code ByteBuffer.allocateDirect(n +
- * 64).alignedSlice(64)} gives such a buffer), and are otherwise copied into a new aligned array for
- * the call: the kernels TVM compiles assume 64-byte-aligned buffers without checking. Lists become
- * runtime Arrays (tuple parameters); numbers, strings and the other values pass as in {@link
- * Function#call}. Results: an {@link NDArray}, or a {@code List} of results for a relax Tuple (the
- * caller closes the arrays). A result holds its own storage, so it stays valid after the next call.
- *
- * <p>Calls from several threads are safe and run one at a time (the VM's own lock); for parallel
- * inference use one VM per thread (each made from the same library has its own state).
+ * <p>Calls run on the core's model runner ({@code polyffi.runner.vm}), which owns the VM protocol,
+ * copies what TVM's kernels could not take as it is (misaligned or strided arrays) into compact
+ * 64-byte-aligned arrays, and runs each call on a VM of its own pool. So {@link #invoke} is
+ * stateless and thread-safe: many threads may share one VirtualMachine and run at once (the pool's
+ * VMs share the executable's weights), without a lock. Arguments: NDArrays (including {@link
+ * NDArray#fromBuffer} views of direct ByteBuffers); Lists become runtime Arrays (tuple parameters);
+ * numbers, strings and the other values pass as in {@link Function#call}. Results: an {@link
+ * NDArray}, or a {@code List} of results for a relax Tuple (the caller closes the arrays). A result
+ * holds its own storage, so it stays valid after the next call. The stateful API ({@link
+ * #setInput}, {@link #invokeStateful}) uses the runner's own VM, one caller at a time.
  */
 public final class VirtualMachine implements AutoCloseable {
-  /** The alignment TVM's compiled kernels assume of every tensor's data. */
-  public static final int KERNEL_ALIGNMENT = 64;
-
   /** The VM's storage allocator, as vm_initialization numbers them. */
   public enum Allocator {
     /** One aligned allocation per tensor (TVM's 1). */
-    NAIVE(1),
+    NAIVE("naive"),
     /** Freed buffers kept and reused by size (TVM's 2, its default). */
-    POOLED(2);
+    POOLED("pooled");
 
-    final long code;
+    final String config;
 
-    Allocator(long code) {
-      this.code = code;
+    Allocator(String config) {
+      this.config = config;
     }
   }
 
+  private final Module runner;
+  private final Function run;
   private final Module module;
   private final Device device;
-  private final Map<String, Function> functions = new HashMap<>();
+  private final Map<String, Function> functions = new ConcurrentHashMap<>();
 
   /** A VM for the executable lib on device with the pooled allocator (TVM's default). */
   public VirtualMachine(Module lib, Device device) {
@@ -83,37 +82,31 @@ public final class VirtualMachine implements AutoCloseable {
               + " module is not a relax VM executable (it has no vm_load_executable)"
               + hint);
     }
-    Object m;
-    try (load) {
-      m = load.call();
+    load.close();
+    Object r;
+    try (Function make = Function.getGlobal("polyffi.runner.vm")) {
+      r = make.call(lib, (long) device.type(), (long) device.id(), allocator.config);
     }
-    if (!(m instanceof Module)) {
-      if (m instanceof Handle) ((Handle) m).close();
-      throw new FFIException(
-          "TypeError", "vm_load_executable() returned " + Function.describe(m) + ", not a module");
-    }
-    Module vm = (Module) m;
-    try (Function init = vm.getFunction("vm_initialization")) {
-      if (device.type() == Device.CPU) {
-        init.call((long) device.type(), (long) device.id(), allocator.code);
-      } else {
-        init.call(
-            (long) device.type(),
-            (long) device.id(),
-            allocator.code,
-            (long) Device.CPU,
-            0L,
-            allocator.code);
+    Module made = (Module) r;
+    try {
+      this.run = made.getFunction("run");
+      try (Function vm = made.getFunction("vm")) {
+        this.module = (Module) vm.call();
       }
     } catch (RuntimeException e) {
-      vm.close();
+      made.close();
       throw e;
     }
-    this.module = vm;
+    this.runner = made;
     this.device = device;
   }
 
-  /** The VM module (the executable's vm_load_executable()), for its other functions. */
+  /** The core's model runner ({@code polyffi.runner.vm}): its run, pool_size, param_names. */
+  public Module runner() {
+    return runner;
+  }
+
+  /** The runner's own VM module (vm_load_executable()), for the stateful API and the rest. */
   public Module module() {
     return module;
   }
@@ -127,7 +120,7 @@ public final class VirtualMachine implements AutoCloseable {
    * (do not close it): plain packed calls, without the argument staging or result conversion of
    * {@link #invoke}. A missing name is an FFIException of kind AttributeError naming it.
    */
-  public synchronized Function getFunction(String name) {
+  public Function getFunction(String name) {
     Objects.requireNonNull(name, "name");
     Function f = functions.get(name);
     if (f == null) {
@@ -136,23 +129,30 @@ public final class VirtualMachine implements AutoCloseable {
         throw new FFIException(
             "AttributeError", "VirtualMachine: the executable has no function '" + name + "'");
       }
-      functions.put(name, f);
+      Function raced = functions.putIfAbsent(name, f);
+      if (raced != null) {
+        f.close();
+        f = raced;
+      }
     }
     return f;
   }
 
   /** Whether the executable has a function name. */
-  public synchronized boolean hasFunction(String name) {
+  public boolean hasFunction(String name) {
     if (functions.containsKey(name)) return true;
-    Function f = module.getFunction(name, false);
-    if (f == null) return false;
-    functions.put(name, f);
-    return true;
+    try {
+      getFunction(name);
+      return true;
+    } catch (FFIException missing) {
+      return false;
+    }
   }
 
-  /** Runs VM function name: an NDArray, or a List of results for a tuple. */
+  /** Runs VM function name (thread-safe): an NDArray, or a List of results for a tuple. */
   public Object invoke(String name, Object... args) {
-    return callStaged(getFunction(name), args);
+    getFunction(name); // a missing name: AttributeError naming it
+    return callRun(run, name, args);
   }
 
   /** {@link #invoke} as an NDArray; an FFIException of kind TypeError for a tuple result. */
@@ -175,17 +175,14 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** Runs {@link #invoke} on executor. */
   public CompletableFuture<Object> invokeAsync(Executor executor, String name, Object... args) {
-    Function f = getFunction(name); // a missing name fails now
+    getFunction(name); // a missing name fails now
     Object[] copy = args.clone();
-    return CompletableFuture.supplyAsync(() -> callStaged(f, copy), executor);
+    return CompletableFuture.supplyAsync(() -> callRun(run, name, copy), executor);
   }
 
   /** Stores the inputs of funcName for {@link #invokeStateful} (the VM copies them). */
   public void setInput(String funcName, Object... args) {
-    Object[] all = new Object[args.length + 1];
-    all[0] = funcName;
-    System.arraycopy(args, 0, all, 1, args.length);
-    closeAll(callStaged(getFunction("set_input"), all));
+    closeAll(callRun(getFunction("set_input"), funcName, args));
   }
 
   /** Runs funcName on the inputs given to {@link #setInput}. */
@@ -215,10 +212,10 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** The parameter names of funcName, in order. */
   public List<String> paramNames(String funcName) {
-    long n = (Long) getFunction("get_function_arity").call(funcName);
-    Function get = getFunction("get_function_param_name");
     List<String> out = new ArrayList<>();
-    for (long i = 0; i < n; i++) out.add((String) get.call(funcName, i));
+    try (Function names = runner.getFunction("param_names")) {
+      for (Object x : (List<?>) convertResult(names.call(funcName))) out.add((String) x);
+    }
     return out;
   }
 
@@ -226,58 +223,27 @@ public final class VirtualMachine implements AutoCloseable {
   public synchronized void close() {
     for (Function f : functions.values()) f.close();
     functions.clear();
+    run.close();
     module.close();
+    runner.close();
   }
 
-  // ---- argument staging and results -------------------------------------------------------------
+  // ---- arguments and results ---------------------------------------------------------------
 
-  private static Object callStaged(Function f, Object[] args) {
-    List<NDArray> temps = new ArrayList<>();
-    try {
-      Object[] staged = new Object[args.length];
-      for (int i = 0; i < args.length; i++) staged[i] = stage(args[i], temps);
-      return convertResult(f.call(staged));
-    } finally {
-      for (NDArray t : temps) t.close();
+  /** f(name, args...): Lists as runtime Arrays (by the value conversion), the result converted. */
+  private static Object callRun(Function f, String name, Object[] args) {
+    Object[] all = new Object[args.length + 1];
+    all[0] = name;
+    for (int i = 0; i < args.length; i++) {
+      if (args[i] instanceof ByteBuffer) {
+        throw new FFIException(
+            "TypeError",
+            "VirtualMachine: a ByteBuffer has no shape or dtype; pass NDArray.fromBuffer(buffer,"
+                + " shape, dtype)");
+      }
+      all[i + 1] = args[i];
     }
-  }
-
-  /** The value passed for a; arrays made for the call go to temps (closed after it). */
-  static Object stage(Object a, List<NDArray> temps) {
-    if (a instanceof NDArray) {
-      NDArray arr = (NDArray) a;
-      if (arr.device().type() != Device.CPU || arr.isAligned(KERNEL_ALIGNMENT)) return arr;
-      NDArray copy = NDArray.empty(arr.shape(), arr.dtype(), arr.device());
-      temps.add(copy);
-      copyCompact(arr, copy);
-      return copy;
-    }
-    if (a instanceof ByteBuffer) {
-      throw new FFIException(
-          "TypeError",
-          "VirtualMachine: a ByteBuffer has no shape or dtype; pass NDArray.fromBuffer(buffer,"
-              + " shape, dtype)");
-    }
-    if (a instanceof List && !(a instanceof ArrayObject)) {
-      List<?> in = (List<?>) a;
-      List<Object> out = new ArrayList<>(in.size());
-      for (Object x : in) out.add(stage(x, temps));
-      return out;
-    }
-    return a;
-  }
-
-  /** Copies src into the new compact array dst (same shape and dtype). */
-  private static void copyCompact(NDArray src, NDArray dst) {
-    ByteBuffer from;
-    try {
-      from = src.asByteBuffer();
-    } catch (IllegalStateException strided) {
-      throw new FFIException(
-          "ValueError",
-          "VirtualMachine: a strided array is not supported; pass a compact (row-major) one");
-    }
-    dst.asByteBuffer().put(from);
+    return convertResult(f.call(all));
   }
 
   /** An Array result becomes a List (recursively); the container is released. */

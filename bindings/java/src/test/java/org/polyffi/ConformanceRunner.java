@@ -258,9 +258,20 @@ final class ConformanceRunner {
     return v.getClass().getSimpleName();
   }
 
+  /** The dimensions of a {"shape": [...]} tag, each an int64. */
+  static long[] shapeDims(JsonNode body) {
+    long[] dims = new long[body.size()];
+    for (int i = 0; i < dims.length; i++) {
+      if (!body.get(i).canConvertToLong()) throw new Failure("shape dimension out of range");
+      dims[i] = body.get(i).asLong();
+    }
+    return dims;
+  }
+
   static String describe(Object v) {
     String text;
     if (v instanceof byte[]) text = toHex((byte[]) v);
+    else if (v instanceof long[]) text = Arrays.toString((long[]) v);
     else if (v instanceof Double)
       text = v + " (bits 0x" + Long.toHexString(Double.doubleToRawLongBits((Double) v)) + ")";
     else text = String.valueOf(v);
@@ -385,6 +396,8 @@ final class ConformanceRunner {
           for (JsonNode kv : body) m.put(build(kv.get(0)), build(kv.get(1)));
           return temp(Values.toMap(m));
         }
+      case "shape":
+        return shapeDims(body);
       case "ndarray":
         {
           NDArray a =
@@ -510,6 +523,14 @@ final class ConformanceRunner {
               throw fail.apply("looking up key " + kv.get(0) + ": " + ex);
             }
             expect(kv.get(1), item, args, path + "[" + kv.get(0) + "]");
+          }
+          break;
+        }
+      case "shape":
+        {
+          if (!(actual instanceof long[])) throw fail.apply("not a long[] shape");
+          if (!Arrays.equals((long[]) actual, shapeDims(body))) {
+            throw fail.apply("dimensions differ");
           }
           break;
         }

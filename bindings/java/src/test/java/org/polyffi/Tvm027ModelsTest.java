@@ -174,32 +174,6 @@ class Tvm027ModelsTest {
         models().toList());
   }
 
-  @Test
-  void alignedHostMemoryReachesTheVmZeroCopyAndTheRestAsAnAlignedCopy() {
-    byte[] values = new byte[32];
-    ByteBuffer.wrap(values)
-        .order(ByteOrder.nativeOrder())
-        .asFloatBuffer()
-        .put(new float[] {1, 2, 3, 4, 5, 6, 7, 8});
-    for (int offset : new int[] {0, 4, 16, 32}) {
-      ByteBuffer buf = hostBuffer(values, offset);
-      List<NDArray> temps = new ArrayList<>();
-      try (NDArray view = NDArray.fromBuffer(buf, new long[] {2, 4}, DataType.FLOAT32)) {
-        Object staged = VirtualMachine.stage(view, temps);
-        assertEquals(offset == 0, staged == view, "offset " + offset + ": zero-copy iff aligned");
-        NDArray s = (NDArray) staged;
-        assertTrue(s.isAligned(64), "offset " + offset + ": what reaches the VM is aligned");
-        assertArrayEquals(new long[] {2, 4}, s.shape());
-        assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6, 7, 8}, s.toFloatArray());
-        s.asByteBuffer().putFloat(0, 42f); // reaches buf exactly when nothing was copied
-        assertEquals(offset == 0, buf.getFloat(0) == 42f, "offset " + offset);
-      } finally {
-        for (NDArray t : temps) t.close();
-      }
-    }
-    assertEquals(2.5, VirtualMachine.stage(2.5, new ArrayList<>()));
-  }
-
   // ---- kernels
   // -----------------------------------------------------------------------------------
 

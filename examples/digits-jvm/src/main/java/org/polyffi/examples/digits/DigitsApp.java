@@ -150,9 +150,6 @@ public final class DigitsApp implements AutoCloseable {
         for (float v : p) row.add(v);
       }
       reply(ex, 200, out);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      reply(ex, 503, error("interrupted"));
     } catch (RuntimeException e) {
       reply(ex, 500, error(e.toString()));
     }
@@ -206,7 +203,7 @@ public final class DigitsApp implements AutoCloseable {
         "accuracy:                %.2f %% (%d / %d)%n", 100.0 * correct / n, correct, n);
     System.out.printf("agreement with train.py: %d / %d%n", agree, n);
     System.out.printf(
-        "batch-1 latency:         median %.2f us, p90 %.2f us (JVM, set_input+run+get_output, 5 x"
+        "batch-1 latency:         median %.2f us, p90 %.2f us (JVM, GraphModule.infer, 5 x"
             + " %d)%n",
         ns[ns.length / 2] / 1e3, ns[ns.length * 9 / 10] / 1e3, n);
     if (agree != n) throw new IllegalStateException("predictions differ from expected.json");
@@ -219,8 +216,8 @@ public final class DigitsApp implements AutoCloseable {
     String tvmLib = opt(args, "--tvm-lib", null);
     DigitsModel model =
         tvmLib != null
-            ? DigitsModel.fromTvmExport(Paths.get(tvmLib), threads)
-            : new DigitsModel(modelDir, lib, threads);
+            ? DigitsModel.fromTvmExport(Paths.get(tvmLib))
+            : new DigitsModel(modelDir, lib);
     if (Arrays.asList(args).contains("--batch")) {
       System.out.printf(
           "model:                   %s%n",

@@ -37,7 +37,7 @@ class DigitsAppTest {
 
   @BeforeAll
   static void start() throws Exception {
-    model = new DigitsModel(MODEL, LIB, 4);
+    model = new DigitsModel(MODEL, LIB);
     app = new DigitsApp(model, "127.0.0.1", 0, 8);
     http = HttpClient.newHttpClient();
     byte[] x = Files.readAllBytes(MODEL.resolve("test_x.bin"));

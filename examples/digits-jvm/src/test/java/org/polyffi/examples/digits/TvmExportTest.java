@@ -36,10 +36,10 @@ class TvmExportTest {
     }
     float[][] tvm;
     float[][] ours;
-    try (DigitsModel m = DigitsModel.fromTvmExport(TVM_LIB, 2)) {
+    try (DigitsModel m = DigitsModel.fromTvmExport(TVM_LIB)) {
       tvm = m.predict(rows);
     }
-    try (DigitsModel m = new DigitsModel(MODEL, DigitsAppTest.LIB, 1)) {
+    try (DigitsModel m = new DigitsModel(MODEL, DigitsAppTest.LIB)) {
       ours = m.predict(rows);
     }
     double maxDiff = 0;
@@ -56,7 +56,7 @@ class TvmExportTest {
   @Test
   void aLibraryThatIsNoTvmExportIsAClearError() {
     RuntimeException e =
-        assertThrows(RuntimeException.class, () -> DigitsModel.fromTvmExport(DigitsAppTest.LIB, 1));
+        assertThrows(RuntimeException.class, () -> DigitsModel.fromTvmExport(DigitsAppTest.LIB));
     assertTrue(e.getMessage().contains("'default'"), e.getMessage());
   }
 }

@@ -1,0 +1,91 @@
+// Helpers shared by the runtime-library globals: see contrib.h.
+#include "contrib.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "polyffi/error.h"
+
+namespace polyffi {
+namespace contrib {
+
+DLTensor* CpuTensor(const Args& args, int i, const char* what) {
+  int code = args.code(i);
+  if (code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) args.Mismatch(i, "Tensor");
+  auto* t = static_cast<DLTensor*>(args.value(i).v_handle);
+  if (t == nullptr) args.Mismatch(i, "Tensor");
+  if (DeviceTypeOf(t->device) != kDLCPU) {
+    Throw("ValueError", args.fname(), ": the ", what, " must be on the CPU (device type ",
+          DeviceTypeOf(t->device), ")");
+  }
+  if (!IsCompact(*t)) {
+    Throw("ValueError", args.fname(), ": the ", what, " must be compact (row-major contiguous)");
+  }
+  if (t->data == nullptr && NumElements(t) != 0) {
+    Throw("ValueError", args.fname(), ": the ", what, " has no data");
+  }
+  return t;
+}
+
+int64_t NumElements(const DLTensor* t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
+  return n;
+}
+
+std::string DTypeName(DLDataType t) {
+  try {
+    return DataTypeString(t);
+  } catch (const Error&) {
+    return "dtype(" + std::to_string(t.code) + ", " + std::to_string(t.bits) + ", " +
+           std::to_string(t.lanes) + ")";
+  }
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in float.
+    float v = std::ldexp(static_cast<float>(mant), -24);
+    std::memcpy(&bits, &v, sizeof(bits));
+    bits |= sign;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) {  // infinity or NaN (a NaN keeps its top payload bits and stays quiet)
+    return static_cast<uint16_t>(sign |
+                                 (x > 0x7f800000u ? 0x7e00u | ((x >> 13) & 0x3ffu) : 0x7c00u));
+  }
+  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: infinity
+  if (x < 0x38800000u) {               // below 2^-14: a half subnormal or zero
+    if (x < 0x33000000u) return sign;  // at most 2^-25: rounds to zero
+    const uint32_t e = x >> 23;
+    const uint32_t m = (x & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;
+    uint32_t r = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (r & 1u))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = (x - 0x38000000u) >> 13;  // exponent rebiased by 127 - 15, mantissa cut to 10
+  const uint32_t rem = x & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;  // a carry may reach the exponent
+  return static_cast<uint16_t>(sign | r);
+}
+
+}  // namespace contrib
+}  // namespace polyffi

@@ -1,0 +1,539 @@
+// The model runners (polyffi.runner.vm, polyffi.runner.graph) over the C ABI alone, on models
+// compiled by Apache TVM (tests/tvm_models): outputs equal TVM's recorded ones; misaligned and
+// borrowed inputs are staged; errors are typed; and 8 threads running one loaded model at once
+// get exactly the outputs one thread gets (this test runs in the TSan job too).
+#include <gtest/gtest.h>
+#include <polyffi/c_runtime_api.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const std::string kTvm018 = TVM018_DIR;
+const std::string kRelax = std::string(TVM027_DIR) + "/relax";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string LastError() { return TVMGetLastError(); }
+
+/*! \brief An owned call result (or an owned handle). */
+struct Val {
+  TVMValue v{};
+  int code = kTVMNullptr;
+  Val() = default;
+  Val(const Val&) = delete;
+  Val& operator=(const Val&) = delete;
+  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
+  ~Val() {
+    if (code == kTVMNDArrayHandle) {
+      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
+    } else if (code == kTVMObjectHandle || code == kTVMModuleHandle ||
+               code == kTVMPackedFuncHandle) {
+      TVMObjectFree(v.v_handle);
+    }
+  }
+  DLTensor* tensor() const {
+    return code == kTVMNDArrayHandle ? static_cast<DLTensor*>(v.v_handle) : nullptr;
+  }
+};
+
+/*! \brief Call f; throws the last error's text on failure. */
+Val Call(TVMFunctionHandle f, std::vector<TVMValue> v, std::vector<int> c) {
+  Val r;
+  if (TVMFuncCall(f, v.data(), c.data(), static_cast<int>(v.size()), &r.v, &r.code) != 0) {
+    throw std::runtime_error(LastError());
+  }
+  return r;
+}
+
+TVMFunctionHandle Global(const char* name) {
+  TVMFunctionHandle f = nullptr;
+  TVMFuncGetGlobal(name, &f);
+  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
+  return f;
+}
+
+/*! \brief A module's function, owned. */
+struct Fn {
+  TVMFunctionHandle h = nullptr;
+  Fn(TVMModuleHandle m, const char* name) {
+    if (TVMModGetFunction(m, name, 0, &h) != 0 || h == nullptr) {
+      throw std::runtime_error(std::string("no function ") + name);
+    }
+  }
+  Fn(const Fn&) = delete;
+  ~Fn() { TVMFuncFree(h); }
+};
+
+Val Load(const std::string& path) {
+  Val m;
+  if (TVMModLoadFromFile(path.c_str(), "", &m.v.v_handle) != 0) {
+    throw std::runtime_error(LastError());
+  }
+  m.code = kTVMModuleHandle;
+  return m;
+}
+
+/*! \brief polyffi.runner.<kind>(module, 1, 0[, extra]). */
+Val MakeRunner(const char* global, const Val& module, std::vector<TVMValue> extra_v = {},
+               std::vector<int> extra_c = {}) {
+  std::vector<TVMValue> v(3);
+  std::vector<int> c{kTVMModuleHandle, kTVMArgInt, kTVMArgInt};
+  v[0] = module.v;
+  v[1].v_int64 = kDLCPU;
+  v[2].v_int64 = 0;
+  v.insert(v.end(), extra_v.begin(), extra_v.end());
+  c.insert(c.end(), extra_c.begin(), extra_c.end());
+  return Call(Global(global), v, c);
+}
+
+int64_t ArraySize(const Val& arr) {
+  return Call(Global("runtime.ArraySize"), {arr.v}, {arr.code}).v.v_int64;
+}
+
+Val ArrayItem(const Val& arr, int64_t i) {
+  TVMValue idx;
+  idx.v_int64 = i;
+  return Call(Global("runtime.ArrayGetItem"), {arr.v, idx}, {arr.code, kTVMArgInt});
+}
+
+std::string Bytes(const DLTensor* t) {
+  if (t == nullptr) return "<not a tensor>";
+  size_t n = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  for (int i = 0; i < t->ndim; ++i) n *= static_cast<size_t>(t->shape[i]);
+  return std::string(static_cast<const char*>(t->data) + t->byte_offset, n);
+}
+
+/*! \brief Every tensor of a result (a tensor, or an Array of them) as bytes. */
+std::vector<std::string> Outputs(const Val& r) {
+  if (r.code == kTVMNDArrayHandle) return {Bytes(r.tensor())};
+  std::vector<std::string> out;
+  for (int64_t i = 0, n = ArraySize(r); i < n; ++i) out.push_back(Bytes(ArrayItem(r, i).tensor()));
+  return out;
+}
+
+/*! \brief An owned, aligned NDArray. */
+struct Array {
+  TVMArrayHandle h = nullptr;
+  Array(const std::vector<int64_t>& shape, int code, int bits) {
+    if (TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), code, bits, 1, kDLCPU, 0, &h) !=
+        0) {
+      throw std::runtime_error(LastError());
+    }
+  }
+  Array(const Array&) = delete;
+  ~Array() { TVMArrayFree(h); }
+};
+
+/*! \brief One recorded run of a fixture (io.txt): named inputs and expected output bytes. */
+struct Fixture {
+  std::string library;
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<Array>> inputs;
+  std::vector<std::string> outputs;
+
+  Fixture(const std::string& dir, const std::string& io) {
+    std::istringstream lines(ReadFile(dir + "/" + io));
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream f(line);
+      std::string kind;
+      f >> kind;
+      if (kind == "library") {
+        f >> library;
+      } else if (kind == "input") {
+        std::string name, file;
+        int code, bits, ndim;
+        f >> name >> code >> bits >> ndim;
+        std::vector<int64_t> shape(ndim);
+        for (auto& d : shape) f >> d;
+        f >> file;
+        auto a = std::make_unique<Array>(shape, code, bits);
+        std::string data = ReadFile(dir + "/" + file);
+        if (data.size() != Bytes(a->h).size()) throw std::runtime_error("bad input " + file);
+        std::memcpy(a->h->data, data.data(), data.size());
+        names.push_back(name);
+        inputs.push_back(std::move(a));
+      } else if (kind == "output") {
+        std::string index, nbytes, file;
+        f >> index >> nbytes >> file;
+        outputs.push_back(ReadFile(dir + "/" + file));
+      }
+    }
+  }
+  std::vector<TVMValue> Values() const {
+    std::vector<TVMValue> v(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) v[i].v_handle = inputs[i]->h;
+    return v;
+  }
+};
+
+/*! \brief runner.run("forward", inputs...) of a VM runner. */
+Val RunVM(TVMFunctionHandle run, const std::vector<TVMValue>& inputs, std::vector<int> codes,
+          const char* name = "forward") {
+  std::vector<TVMValue> v(1);
+  v[0].v_str = name;
+  v.insert(v.end(), inputs.begin(), inputs.end());
+  codes.insert(codes.begin(), kTVMStr);
+  return Call(run, v, codes);
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(VMRunner, MatchesTVMOnEveryRelaxModel) {
+  for (const char* model : {"mlp_const", "mlp_params", "two_outputs", "digits", "conv"}) {
+    SCOPED_TRACE(model);
+    Fixture fx(kRelax + "/" + model, "b1_io.txt");
+    Val lib = Load(kRelax + "/" + fx.library);
+    Val runner = MakeRunner("polyffi.runner.vm", lib);
+    Fn run(runner.v.v_handle, "run");
+    std::vector<int> codes(fx.inputs.size(), kTVMNDArrayHandle);
+    EXPECT_EQ(Outputs(RunVM(run.h, fx.Values(), codes)), fx.outputs);
+    // Twice: the second call reuses the pooled VM, and the first result stays valid.
+    Val first = RunVM(run.h, fx.Values(), codes);
+    Val second = RunVM(run.h, fx.Values(), codes);
+    EXPECT_EQ(Outputs(first), fx.outputs);
+    EXPECT_EQ(Outputs(second), fx.outputs);
+  }
+}
+
+TEST(VMRunner, StagesBorrowedAndMisalignedInputs) {
+  Fixture fx(kRelax + "/digits", "b1_io.txt");
+  Val lib = Load(kRelax + "/digits.so");
+  Val runner = MakeRunner("polyffi.runner.vm", lib);
+  Fn run(runner.v.v_handle, "run");
+  const DLTensor* in = fx.inputs[0]->h;
+  const std::string data = Bytes(in);
+  // A borrowed DLTensor view 4 bytes past an aligned address: staged into an aligned copy.
+  std::vector<char> raw(data.size() + 128);
+  char* base = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + 4;
+  std::memcpy(base, data.data(), data.size());
+  DLTensor view = *in;
+  view.data = base;
+  view.byte_offset = 0;
+  TVMValue v;
+  v.v_handle = &view;
+  Val out = RunVM(run.h, {v}, {kTVMDLTensorHandle});
+  EXPECT_EQ(Outputs(out), fx.outputs);
+  std::memset(base, 0, data.size());  // the caller's memory is free again: the result is not in it
+  EXPECT_EQ(Outputs(out), fx.outputs);
+  // The same misalignment in an NDArray: a view 4 bytes into an aligned byte array.
+  Array big({static_cast<int64_t>(data.size() + 64)}, kDLUInt, 8);
+  std::memcpy(static_cast<char*>(big.h->data) + 4, data.data(), data.size());
+  std::vector<TVMValue> dims(in->ndim);
+  for (int i = 0; i < in->ndim; ++i) dims[i].v_int64 = in->shape[i];
+  Val shape = Call(Global("runtime.ShapeTuple"), dims, std::vector<int>(in->ndim, kTVMArgInt));
+  TVMValue args[4];
+  args[0].v_handle = big.h;
+  args[1] = shape.v;
+  args[2].v_type = in->dtype;
+  args[3].v_int64 = 4;
+  Val mis = Call(Global("runtime.TVMArrayCreateView"), {args[0], args[1], args[2], args[3]},
+                 {kTVMNDArrayHandle, shape.code, kTVMDataType, kTVMArgInt});
+  ASSERT_NE(mis.tensor(), nullptr);
+  ASSERT_NE((reinterpret_cast<uintptr_t>(mis.tensor()->data) + mis.tensor()->byte_offset) % 64, 0u);
+  EXPECT_EQ(Outputs(RunVM(run.h, {mis.v}, {kTVMNDArrayHandle})), fx.outputs);
+}
+
+TEST(VMRunner, TypedErrors) {
+  Val vm_lib = Load(kRelax + "/digits.so");
+  Val graph_lib = Load(kTvm018 + "/digits_b1/factory.so");
+  EXPECT_NE(ErrorOf([&] {
+              MakeRunner("polyffi.runner.vm", graph_lib);
+            }).find("TypeError: polyffi.runner.vm: module of type"),
+            std::string::npos);
+  TVMValue bad;
+  bad.v_str = "bogus";
+  EXPECT_NE(ErrorOf([&] {
+              MakeRunner("polyffi.runner.vm", vm_lib, {bad}, {kTVMStr});
+            }).find("ValueError: polyffi.runner.vm: memory_cfg must be"),
+            std::string::npos);
+  TVMValue dev[3];
+  dev[0] = vm_lib.v;
+  dev[1].v_int64 = 2;
+  dev[2].v_int64 = 0;
+  EXPECT_NE(ErrorOf([&] {
+              Call(Global("polyffi.runner.vm"), {dev[0], dev[1], dev[2]},
+                   {kTVMModuleHandle, kTVMArgInt, kTVMArgInt});
+            }).find("ValueError"),
+            std::string::npos);
+  Val runner = MakeRunner("polyffi.runner.vm", vm_lib);
+  Fn run(runner.v.v_handle, "run");
+  EXPECT_NE(ErrorOf([&] {
+              RunVM(run.h, {}, {}, "no_such_function");
+            }).find("AttributeError: the VM executable has no function 'no_such_function'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { RunVM(run.h, {}, {}); }).find("TypeError"), std::string::npos);
+}
+
+TEST(VMRunner, StagesStridedViews) {
+  // The input in every other float of a buffer: gathered into a compact copy, same outputs.
+  Fixture fx(kRelax + "/digits", "b1_io.txt");
+  Val lib = Load(kRelax + "/digits.so");
+  Val runner = MakeRunner("polyffi.runner.vm", lib);
+  Fn run(runner.v.v_handle, "run");
+  const DLTensor* in = fx.inputs[0]->h;
+  const auto* src = static_cast<const float*>(in->data);
+  std::vector<float> spread(2 * 64, -1.0f);
+  for (int i = 0; i < 64; ++i) spread[2 * i] = src[i];
+  DLTensor strided = *in;
+  strided.data = spread.data();
+  int64_t strides[2] = {128, 2};
+  strided.strides = strides;
+  TVMValue sv;
+  sv.v_handle = &strided;
+  EXPECT_EQ(Outputs(RunVM(run.h, {sv}, {kTVMDLTensorHandle})), fx.outputs);
+  // A negative dimension is a ValueError, not a crash.
+  int64_t bad_shape[2] = {1, -64};
+  DLTensor bad = *in;
+  bad.shape = bad_shape;
+  sv.v_handle = &bad;
+  EXPECT_NE(ErrorOf([&] { RunVM(run.h, {sv}, {kTVMDLTensorHandle}); }).find("ValueError"),
+            std::string::npos);
+}
+
+TEST(VMRunner, StatefulVMStillWorks) {
+  Fixture fx(kRelax + "/digits", "b1_io.txt");
+  Val lib = Load(kRelax + "/digits.so");
+  Val runner = MakeRunner("polyffi.runner.vm", lib);
+  Fn get_vm(runner.v.v_handle, "vm");
+  Val vm = Call(get_vm.h, {}, {});
+  ASSERT_EQ(vm.code, kTVMModuleHandle);
+  Fn forward(vm.v.v_handle, "forward");
+  EXPECT_EQ(Outputs(Call(forward.h, fx.Values(), {kTVMNDArrayHandle})), fx.outputs);
+  Fn names(runner.v.v_handle, "param_names");
+  TVMValue fwd;
+  fwd.v_str = "forward";
+  Val ps = Call(names.h, {fwd}, {kTVMStr});
+  ASSERT_EQ(ArraySize(ps), 1);
+  Val p0 = ArrayItem(ps, 0);
+  ASSERT_EQ(p0.code, kTVMStr);
+  EXPECT_STREQ(p0.v.v_str, "data");
+}
+
+/*! \brief runner.run(inputs by position) of a graph runner. */
+Val RunGraph(TVMFunctionHandle run, const Fixture& fx) {
+  return Call(run, fx.Values(), std::vector<int>(fx.inputs.size(), kTVMNDArrayHandle));
+}
+
+TEST(GraphRunner, MatchesTVMByPositionNameAndIndex) {
+  for (const char* model : {"digits_b1", "multi_io_b1", "conv_b1"}) {
+    SCOPED_TRACE(model);
+    const std::string dir = kTvm018 + "/" + model;
+    Fixture fx(dir, "io.txt");
+    Val factory = Load(dir + "/factory.so");
+    Val runner = MakeRunner("polyffi.runner.graph", factory);
+    Fn run(runner.v.v_handle, "run");
+    EXPECT_EQ(Outputs(RunGraph(run.h, fx)), fx.outputs);
+    // By name, in reverse order, and by index.
+    std::vector<TVMValue> v;
+    std::vector<int> c;
+    for (size_t i = fx.inputs.size(); i-- > 0;) {
+      v.push_back(TVMValue{});
+      v.back().v_str = fx.names[i].c_str();
+      c.push_back(kTVMStr);
+      v.push_back(TVMValue{});
+      v.back().v_handle = fx.inputs[i]->h;
+      c.push_back(kTVMNDArrayHandle);
+    }
+    EXPECT_EQ(Outputs(Call(run.h, v, c)), fx.outputs);
+    Fn input_names(runner.v.v_handle, "input_names");
+    Val names = Call(input_names.h, {}, {});
+    ASSERT_EQ(ArraySize(names), static_cast<int64_t>(fx.names.size()));
+    for (size_t i = 0; i < fx.names.size(); ++i) {
+      EXPECT_STREQ(ArrayItem(names, static_cast<int64_t>(i)).v.v_str, fx.names[i].c_str());
+    }
+    Fn num_outputs(runner.v.v_handle, "num_outputs");
+    EXPECT_EQ(Call(num_outputs.h, {}, {}).v.v_int64, static_cast<int64_t>(fx.outputs.size()));
+  }
+}
+
+TEST(GraphRunner, ThreeArtifactFormAndStatefulExecutor) {
+  const std::string dir = kTvm018 + "/digits_b1";
+  Fixture fx(dir, "io.txt");
+  Val lib = Load(dir + "/kernels.so");
+  std::string json = ReadFile(dir + "/graph.json");
+  std::string params = ReadFile(dir + "/params.bin");
+  TVMByteArray blob{params.data(), params.size()};
+  std::vector<TVMValue> v(5);
+  v[0].v_str = json.c_str();
+  v[1] = lib.v;
+  v[2].v_handle = &blob;
+  v[3].v_int64 = kDLCPU;
+  v[4].v_int64 = 0;
+  Val runner = Call(Global("polyffi.runner.graph"), v,
+                    {kTVMStr, kTVMModuleHandle, kTVMBytes, kTVMArgInt, kTVMArgInt});
+  Fn run(runner.v.v_handle, "run");
+  EXPECT_EQ(Outputs(RunGraph(run.h, fx)), fx.outputs);
+  // The stateful executor: set_input / run / get_output as in TVM.
+  Fn get_ex(runner.v.v_handle, "executor");
+  Val ex = Call(get_ex.h, {}, {});
+  Fn set_input(ex.v.v_handle, "set_input");
+  Fn ex_run(ex.v.v_handle, "run");
+  Fn get_output(ex.v.v_handle, "get_output");
+  TVMValue in[2];
+  in[0].v_str = "data";
+  in[1].v_handle = fx.inputs[0]->h;
+  Call(set_input.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
+  Call(ex_run.h, {}, {});
+  TVMValue zero;
+  zero.v_int64 = 0;
+  EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
+  // with_params: the same graph without weights cannot run; with them it gives TVM's outputs.
+  v[2].v_handle = nullptr;
+  Val bare = Call(Global("polyffi.runner.graph"), v,
+                  {kTVMStr, kTVMModuleHandle, kTVMNullptr, kTVMArgInt, kTVMArgInt});
+  Fn bare_run(bare.v.v_handle, "run");
+  EXPECT_NE(ErrorOf([&] {
+              Call(bare_run.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
+            }).find("have no value yet"),
+            std::string::npos);
+  Fn with_params(bare.v.v_handle, "with_params");
+  TVMValue bv;
+  bv.v_handle = &blob;
+  Val loaded = Call(with_params.h, {bv}, {kTVMBytes});
+  Fn loaded_run(loaded.v.v_handle, "run");
+  EXPECT_EQ(Outputs(RunGraph(loaded_run.h, fx)), fx.outputs);
+}
+
+TEST(GraphRunner, TypedErrors) {
+  const std::string dir = kTvm018 + "/multi_io_b1";
+  Fixture fx(dir, "io.txt");
+  Val factory = Load(dir + "/factory.so");
+  Val vm_lib = Load(kRelax + "/digits.so");
+  EXPECT_NE(ErrorOf([&] {
+              MakeRunner("polyffi.runner.graph", vm_lib);
+            }).find("TypeError: polyffi.runner.graph: module of type"),
+            std::string::npos);
+  Val runner = MakeRunner("polyffi.runner.graph", factory);
+  Fn run(runner.v.v_handle, "run");
+  TVMValue one;
+  one.v_handle = fx.inputs[0]->h;
+  EXPECT_NE(ErrorOf([&] {
+              Call(run.h, {one}, {kTVMNDArrayHandle});
+            }).find("TypeError: run: the graph takes 3 inputs (x, idx, z) but 1 were given"),
+            std::string::npos);
+  TVMValue kv[2];
+  kv[0].v_str = "no_such_input";
+  kv[1].v_handle = fx.inputs[0]->h;
+  EXPECT_NE(ErrorOf([&] {
+              Call(run.h, {kv[0], kv[1]}, {kTVMStr, kTVMNDArrayHandle});
+            }),
+            "<no error>");
+  // The runner still works after the errors (the executor went back to the pool intact).
+  EXPECT_EQ(Outputs(RunGraph(run.h, fx)), fx.outputs);
+}
+
+/*!
+ * \brief Inputs that differ from call to call: the recorded float inputs scaled by 1 + k/8.
+ *  Integer inputs (indices) stay as recorded.
+ */
+std::vector<std::vector<std::unique_ptr<Array>>> Variants(const Fixture& fx, int n) {
+  std::vector<std::vector<std::unique_ptr<Array>>> out(n);
+  for (int k = 0; k < n; ++k) {
+    for (const auto& in : fx.inputs) {
+      const DLTensor* t = in->h;
+      std::vector<int64_t> shape(t->shape, t->shape + t->ndim);
+      auto a = std::make_unique<Array>(shape, t->dtype.code, t->dtype.bits);
+      std::string data = Bytes(t);
+      std::memcpy(a->h->data, data.data(), data.size());
+      if (t->dtype.code == kDLFloat && t->dtype.bits == 32) {
+        auto* f = static_cast<float*>(a->h->data);
+        for (size_t i = 0; i < data.size() / 4; ++i) f[i] *= 1.0f + static_cast<float>(k) / 8;
+      }
+      out[k].push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+/*!
+ * \brief 8 threads call run over the variants many times at once; every result must equal the
+ *  one-thread result of the same variant. call(run, inputs) returns the outputs.
+ */
+void ConcurrentEqualsSerial(
+    TVMModuleHandle runner, const Fixture& fx,
+    const std::function<Val(TVMFunctionHandle, const std::vector<std::unique_ptr<Array>>&)>& call) {
+  constexpr int kVariants = 6, kThreads = 8, kRounds = 40;
+  auto variants = Variants(fx, kVariants);
+  Fn run(runner, "run");
+  std::vector<std::vector<std::string>> expected;
+  for (const auto& in : variants) expected.push_back(Outputs(call(run.h, in)));
+  EXPECT_NE(expected[0], expected[1]);  // the variants really differ
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        Fn my_run(runner, "run");
+        for (int r = 0; r < kRounds; ++r) {
+          int k = (t + r) % kVariants;
+          if (Outputs(call(my_run.h, variants[k])) != expected[k]) ++mismatches;
+        }
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(failures.load(), 0);
+  Fn pool_size(runner, "pool_size");
+  int64_t pooled = Call(pool_size.h, {}, {}).v.v_int64;
+  EXPECT_GE(pooled, 1);
+  EXPECT_LE(pooled, kThreads);
+}
+
+TEST(RunnerThreads, VMEightThreadsEqualOneThread) {
+  for (const char* model : {"digits", "two_outputs", "mlp_params"}) {
+    SCOPED_TRACE(model);
+    Fixture fx(kRelax + "/" + model, "b1_io.txt");
+    Val lib = Load(kRelax + "/" + fx.library);
+    Val runner = MakeRunner("polyffi.runner.vm", lib);
+    ConcurrentEqualsSerial(runner.v.v_handle, fx, [](TVMFunctionHandle run, const auto& in) {
+      std::vector<TVMValue> v(in.size());
+      for (size_t i = 0; i < in.size(); ++i) v[i].v_handle = in[i]->h;
+      return RunVM(run, v, std::vector<int>(in.size(), kTVMNDArrayHandle));
+    });
+  }
+}
+
+TEST(RunnerThreads, GraphEightThreadsEqualOneThread) {
+  for (const char* model : {"digits_b1", "multi_io_b1"}) {
+    SCOPED_TRACE(model);
+    const std::string dir = kTvm018 + "/" + model;
+    Fixture fx(dir, "io.txt");
+    Val factory = Load(dir + "/factory.so");
+    Val runner = MakeRunner("polyffi.runner.graph", factory);
+    ConcurrentEqualsSerial(runner.v.v_handle, fx, [](TVMFunctionHandle run, const auto& in) {
+      std::vector<TVMValue> v(in.size());
+      for (size_t i = 0; i < in.size(); ++i) v[i].v_handle = in[i]->h;
+      return Call(run, v, std::vector<int>(in.size(), kTVMNDArrayHandle));
+    });
+  }
+}
+
+}  // namespace
