@@ -81,10 +81,10 @@ void TVMFFIErrorSetRaisedFromCStrParts(const char* kind, const char** parts, int
     for (int32_t i = 0; parts != nullptr && i < nparts; ++i) {
       if (parts[i] != nullptr) message += parts[i];
     }
-    tvmffi::SetRaised(kind, std::move(message));
+    SetRaisedError(kind, message);
   } catch (...) {  // out of memory building the message: keep what can be kept
     try {
-      tvmffi::SetRaised("RuntimeError", "out of memory raising an error");
+      SetRaisedError("RuntimeError", "out of memory raising an error");
     } catch (...) {
     }
   }

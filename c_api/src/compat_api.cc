@@ -91,7 +91,7 @@ static_assert(sizeof(RetValue) == 16, "an anylist cell has the layout of TVM's T
 
 void TVMAPISetLastPythonError(void* python_error) {
   try {
-    SetLastHostError(python_error);
+    SetLastHostError(RetainHostObject(python_error));
   } catch (...) {
     // Only allocation can fail here; the error text then says so (nothing is retained).
     SetLastError("RuntimeError: out of memory recording a host exception");

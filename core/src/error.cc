@@ -1,7 +1,7 @@
 // Error text parsing and the thread-local last error.
 #include "polyffi/error.h"
 
-#include "polyffi/env_api.h"
+#include <new>
 
 namespace polyffi {
 
@@ -28,6 +28,7 @@ struct LastErrorSlot {
   std::string text;
   HostObjectRef host;
   bool env_error = false;
+  RaisedMark raised = RaisedMark::kNone;
   // Members are destroyed after this body runs: a host object still held is then released
   // with tls_exiting set, and the release skips the host's hooks (see env_api.cc).
   ~LastErrorSlot() { tls_exiting = true; }
@@ -48,19 +49,19 @@ bool ThreadIsExiting() { return tls_exiting; }
 void SetLastError(const std::string& text) {
   LastErrorSlot& s = Slot();
   s.env_error = false;
+  s.raised = RaisedMark::kNone;
   if (s.host && text == s.text) return;  // the same error propagating: keep its host object
   // Released last: dropping a host object may run host code that sets errors itself.
-  HostObjectRef old = std::move(s.host);
-  s.host.reset();
+  HostObjectRef old = std::move(s.host);  // leaves s.host empty
   s.text = text;
 }
 
 const std::string& GetLastError() { return Slot().text; }
 
-void SetLastHostError(void* obj) {
-  HostObjectRef ref = RetainHostObject(obj);
+void SetLastHostError(HostObjectRef ref) {
   LastErrorSlot& s = Slot();
   s.env_error = false;
+  s.raised = RaisedMark::kNone;
   s.host.swap(ref);  // the previous object, if any, is released when ref goes
   s.text = kHostErrorText;
 }
@@ -73,24 +74,40 @@ void* GetLastHostError() {
 void DropLastHostError() {
   LastErrorSlot& s = Slot();
   if (!s.host) return;
-  HostObjectRef old = std::move(s.host);
-  s.host.reset();
+  HostObjectRef old = std::move(s.host);  // leaves s.host empty
   s.text.clear();
   s.env_error = false;
+  s.raised = RaisedMark::kNone;
 }
 
 LastErrorState TakeLastErrorState() {
   LastErrorSlot& s = Slot();
-  LastErrorState state{s.text, std::move(s.host)};
-  s.host.reset();
-  return state;
+  RaisedMark raised = s.raised;
+  s.raised = RaisedMark::kNone;
+  return LastErrorState{s.text, std::move(s.host), raised};  // moving leaves s.host empty
 }
 
 void RestoreLastErrorState(LastErrorState state) {
   LastErrorSlot& s = Slot();
   s.env_error = false;
+  s.raised = state.raised;
   s.host.swap(state.host);
   s.text = std::move(state.text);
+}
+
+void SetRaisedError(const char* kind, const std::string& message) {
+  SetLastError(std::string(kind != nullptr && *kind != '\0' ? kind : "RuntimeError") + ": " +
+               message);
+  Slot().raised = RaisedMark::kError;
+}
+
+void MarkLastErrorRaised(RaisedMark mark) { Slot().raised = mark; }
+
+RaisedMark TakeRaisedMark() {
+  LastErrorSlot& s = Slot();
+  RaisedMark mark = s.raised;
+  s.raised = RaisedMark::kNone;
+  return mark;
 }
 
 void SetEnvError(const std::string& text) {
@@ -99,5 +116,24 @@ void SetEnvError(const std::string& text) {
 }
 
 bool LastErrorIsEnvError() { return Slot().env_error; }
+
+int SetLastErrorFromCurrentException() {
+  try {
+    throw;
+  } catch (const EnvErrorAlreadySet& e) {
+    SetEnvError(e.text.empty() ? "EnvErrorAlreadySet: the host language has a pending error"
+                               : e.text);
+    return -2;
+  } catch (const Error& e) {
+    SetLastError(e.Full());
+  } catch (const std::bad_alloc&) {
+    SetLastError("RuntimeError: out of memory");
+  } catch (const std::exception& e) {
+    SetLastError(std::string("RuntimeError: ") + e.what());
+  } catch (...) {
+    SetLastError("InternalError: unknown exception");
+  }
+  return -1;
+}
 
 }  // namespace polyffi

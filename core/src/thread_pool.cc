@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "polyffi/error.h"
-#include "polyffi/tvm_ffi_abi.h"
 
 namespace polyffi {
 namespace {
@@ -38,9 +37,9 @@ struct Job {
   std::atomic<int> pending{0};  // tasks 1..n-1 not finished yet
   std::atomic<bool> failed{false};
   std::mutex error_mu;
-  LastErrorState error;  // the failing task's error, with any host exception attached to it
-  bool raised = false;   // the failing task raised a tvm-ffi error (kind, message)
-  std::string raised_kind, raised_message;
+  // The failing task's error, with any host exception attached to it and its raised mark (a
+  // tvm-ffi kernel's task raises its error).
+  LastErrorState error;
 };
 
 thread_local bool tls_in_task = false;
@@ -53,14 +52,10 @@ void RunTask(Job* job, int task_id) {
     if (!job->failed.exchange(true)) {
       std::lock_guard<std::mutex> lock(job->error_mu);
       job->error = TakeLastErrorState();  // moved off the task's thread
-      // A tvm-ffi kernel's task raises through TVMFFIErrorSetRaisedFromCStrParts instead.
-      job->raised = tvmffi::TakeRaised(&job->raised_kind, &job->raised_message);
     } else {
       // Only the first failure is reported; a host exception attached to a later one is
-      // released here rather than kept alive on this pool thread, and so is a raised error.
+      // released here rather than kept alive on this pool thread.
       TakeLastErrorState();
-      std::string kind, message;
-      tvmffi::TakeRaised(&kind, &message);
     }
   }
 }
@@ -115,7 +110,6 @@ class ThreadPool {
     if (job.failed.load()) {
       if (job.error.text.empty()) job.error.text = "RuntimeError: a parallel task failed";
       RestoreLastErrorState(std::move(job.error));
-      if (job.raised) tvmffi::SetRaised(job.raised_kind.c_str(), std::move(job.raised_message));
       return -1;
     }
     return 0;

@@ -31,19 +31,6 @@ namespace polyffi {
 namespace tvmffi {
 namespace {
 
-// ---- The raised error (tvm-ffi's thread-local error slot) ----------------------------------
-
-struct Raised {
-  bool set = false;
-  bool env_error = false;  // a host callback returned -2: its language holds the error
-  std::string kind;
-  std::string message;
-};
-Raised& RaisedSlot() {
-  thread_local Raised raised;
-  return raised;
-}
-
 /*!
  * \brief A kernel whose library bound TVMFFIErrorSetRaisedFromCStrParts to another tvm-ffi
  *  runtime in the global scope (libtvm_ffi loaded RTLD_GLOBAL before us) raised its error
@@ -74,19 +61,110 @@ bool TakeForeignRaised(std::string* kind, std::string* message) {
 
 /*! \brief After a kernel returned nonzero: throw what it raised. */
 [[noreturn, gnu::cold]] void ThrowRaised(const std::string& name, int rc) {
-  Raised& r = RaisedSlot();
-  if (r.env_error || rc == -2) {
-    r.env_error = false;
-    r.set = false;
-    throw EnvErrorAlreadySet();
+  // What the kernel raised is the last error, marked (error.h).
+  RaisedMark mark = TakeRaisedMark();
+  if (mark == RaisedMark::kEnvError || rc == -2) {
+    throw EnvErrorAlreadySet{LastErrorIsEnvError() ? GetLastError() : std::string()};
   }
-  if (r.set) {
-    r.set = false;
-    throw Error(r.kind.empty() ? "RuntimeError" : std::move(r.kind), std::move(r.message));
-  }
+  if (mark == RaisedMark::kError) throw Error::Parse(GetLastError());
   std::string kind, message;
   if (TakeForeignRaised(&kind, &message)) throw Error(std::move(kind), std::move(message));
   Throw("RuntimeError", "tvm-ffi function '", name, "' returned ", rc, " without raising an error");
+}
+
+// ---- Scalars, both ways (kernel arguments and results, host call arguments and results) -------
+
+/*!
+ * \brief A number, opaque handle, dtype or device as a tvm-ffi value (zero_padding and the
+ *  value word already cleared); false for any other type code. A NULL handle is None, as
+ *  tvm-ffi makes it.
+ */
+inline bool ScalarToFFI(TVMValue v, int code, Any* out) {
+  static_assert(sizeof(TVMValue) == sizeof(out->v_int64), "one value word on both sides");
+  int32_t index;
+  switch (code) {
+    case kTVMArgInt:
+    case kDLUInt:
+      index = kInt;
+      break;
+    case kTVMArgBool:
+      index = kBool;
+      v.v_int64 = v.v_int64 != 0;
+      break;
+    case kTVMArgFloat:
+      index = kFloat;
+      break;
+    case kTVMNullptr:
+      index = kNone;
+      v.v_int64 = 0;
+      break;
+    case kTVMOpaqueHandle:
+      index = v.v_handle ? kOpaquePtr : kNone;
+      break;
+    case kTVMDataType: {
+      DLDataType t = v.v_type;
+      v.v_int64 = 0;  // the word's other half stays zero
+      v.v_type = t;
+      index = kDataType;
+      break;
+    }
+    case kDLDevice:
+      index = kDevice;
+      break;
+    default:
+      return false;
+  }
+  out->type_index = index;
+  std::memcpy(&out->v_int64, &v, sizeof(v));
+  return true;
+}
+
+/*!
+ * \brief A tvm-ffi None, number, opaque handle, dtype, device, tensor pointer or C string as a
+ *  classic value (NULL pointers: kTVMNullptr); false for any other type index.
+ */
+inline bool ScalarFromFFI(const Any& a, TVMValue* v, int* code) {
+  switch (a.type_index) {
+    case kNone:
+      *code = kTVMNullptr;
+      break;
+    case kInt:
+      *code = kTVMArgInt;
+      break;
+    case kBool:
+      *code = kTVMArgBool;
+      break;
+    case kFloat:
+      *code = kTVMArgFloat;
+      break;
+    case kOpaquePtr:
+      *code = a.v_ptr ? kTVMOpaqueHandle : kTVMNullptr;
+      break;
+    case kDLTensorPtr:
+      *code = a.v_ptr ? kTVMDLTensorHandle : kTVMNullptr;
+      break;
+    case kDataType:
+      *code = kTVMDataType;
+      break;
+    case kDevice:
+      *code = kDLDevice;
+      break;
+    case kRawStr:
+      *code = a.v_c_str ? kTVMStr : kTVMNullptr;
+      break;
+    default:
+      return false;
+  }
+  std::memcpy(v, &a.v_int64, sizeof(*v));
+  if (*code == kTVMNullptr) {
+    v->v_int64 = 0;
+  } else if (*code == kTVMArgBool) {
+    v->v_int64 = a.v_int64 != 0;
+  } else if (*code == kTVMDataType) {
+    v->v_int64 = 0;
+    v->v_type = a.v_dtype;
+  }
+  return true;
 }
 
 // ---- Classic -> tvm-ffi (arguments of a kernel) --------------------------------------------
@@ -198,35 +276,7 @@ void ToKernelArg(TVMValue v, int code, int index, const std::string& name, Stagi
                  Any* out) {
   out->zero_padding = 0;
   out->v_int64 = 0;
-  switch (code) {
-    case kTVMArgInt:
-    case kDLUInt:
-      out->type_index = kInt;
-      out->v_int64 = v.v_int64;
-      return;
-    case kTVMArgBool:
-      out->type_index = kBool;
-      out->v_int64 = v.v_int64 != 0;
-      return;
-    case kTVMArgFloat:
-      out->type_index = kFloat;
-      out->v_float64 = v.v_float64;
-      return;
-    case kTVMNullptr:
-      out->type_index = kNone;
-      return;
-    case kTVMOpaqueHandle:
-      out->type_index = v.v_handle ? kOpaquePtr : kNone;
-      out->v_ptr = v.v_handle;
-      return;
-    case kTVMDataType:
-      out->type_index = kDataType;
-      out->v_dtype = v.v_type;
-      return;
-    case kDLDevice:
-      out->type_index = kDevice;
-      out->v_device = v.v_device;
-      return;
+  switch (code) {  // tensors first: they are most of a kernel's arguments
     case kTVMDLTensorHandle:
     case kTVMNDArrayHandle:  // the handle of an NDArray is its DLTensor
       out->type_index = v.v_handle ? kDLTensorPtr : kNone;
@@ -261,6 +311,7 @@ void ToKernelArg(TVMValue v, int code, int index, const std::string& name, Stagi
             ", which a tvm-ffi kernel cannot take");
     }
     default:
+      if (ScalarToFFI(v, code, out)) return;
       Throw("TypeError", name, ": argument ", index, " is a ", TypeCodeName(code),
             ", which a tvm-ffi kernel cannot take");
   }
@@ -268,29 +319,11 @@ void ToKernelArg(TVMValue v, int code, int index, const std::string& name, Stagi
 
 /*! \brief A kernel's result cell back into ours (compiled kernels leave it None). */
 void FromKernelResult(const Any& r, const std::string& name, RetValue* rv) {
+  if (r.type_index == kNone) return rv->SetNull();  // what compiled kernels leave
+  TVMValue v;
+  int code;
+  if (ScalarFromFFI(r, &v, &code)) return rv->SetFromC(v, code);
   switch (r.type_index) {
-    case kNone:
-      return rv->SetNull();
-    case kInt:
-      return rv->SetInt(r.v_int64);
-    case kBool:
-      return rv->SetBool(r.v_int64 != 0);
-    case kFloat:
-      return rv->SetFloat(r.v_float64);
-    case kOpaquePtr:
-      return rv->SetHandle(r.v_ptr);
-    case kDataType:
-      return rv->SetDataType(r.v_dtype);
-    case kDevice:
-      return rv->SetDevice(r.v_device);
-    case kDLTensorPtr: {
-      TVMValue v;
-      v.v_handle = r.v_ptr;
-      return rv->SetFromC(v, r.v_ptr ? kTVMDLTensorHandle : kTVMNullptr);
-    }
-    case kRawStr:
-      if (r.v_c_str == nullptr) return rv->SetNull();
-      return rv->SetStr(r.v_c_str, std::strlen(r.v_c_str));
     case kSmallStr:
     case kSmallBytes: {
       size_t n = std::min<size_t>(r.zero_padding, sizeof(r.v_bytes));
@@ -368,39 +401,13 @@ struct HostArgs {
 
 void FromHostCallArg(const Any& a, int index, HostArgs* out) {
   TVMValue v;
-  v.v_int64 = 0;
+  int code;
+  if (ScalarFromFFI(a, &v, &code)) return out->Add(v, code);
   struct ByteArray {
     const char* data;
     size_t size;
   };
   switch (a.type_index) {
-    case kNone:
-      return out->Add(v, kTVMNullptr);
-    case kInt:
-      v.v_int64 = a.v_int64;
-      return out->Add(v, kTVMArgInt);
-    case kBool:
-      v.v_int64 = a.v_int64 != 0;
-      return out->Add(v, kTVMArgBool);
-    case kFloat:
-      v.v_float64 = a.v_float64;
-      return out->Add(v, kTVMArgFloat);
-    case kOpaquePtr:
-      v.v_handle = a.v_ptr;
-      return out->Add(v, a.v_ptr ? kTVMOpaqueHandle : kTVMNullptr);
-    case kDataType:
-      v.v_type = a.v_dtype;
-      return out->Add(v, kTVMDataType);
-    case kDevice:
-      v.v_device = a.v_device;
-      return out->Add(v, kDLDevice);
-    case kDLTensorPtr:
-      v.v_handle = a.v_ptr;
-      return out->Add(v, a.v_ptr ? kTVMDLTensorHandle : kTVMNullptr);
-    case kRawStr:
-      if (a.v_c_str == nullptr) return out->Add(v, kTVMNullptr);
-      v.v_str = a.v_c_str;
-      return out->Add(v, kTVMStr);
     case kByteArrayPtr: {
       auto* b = static_cast<const ByteArray*>(a.v_ptr);
       if (b == nullptr || (b->data == nullptr && b->size != 0)) {
@@ -443,34 +450,8 @@ void ToHostCallResult(RetValue* rv, Any* out) {
   out->zero_padding = 0;
   out->v_int64 = 0;
   TVMValue v = rv->value();
+  if (ScalarToFFI(v, rv->type_code(), out)) return;
   switch (rv->type_code()) {
-    case kTVMNullptr:
-      out->type_index = kNone;
-      return;
-    case kTVMArgInt:
-      out->type_index = kInt;
-      out->v_int64 = v.v_int64;
-      return;
-    case kTVMArgBool:
-      out->type_index = kBool;
-      out->v_int64 = v.v_int64;
-      return;
-    case kTVMArgFloat:
-      out->type_index = kFloat;
-      out->v_float64 = v.v_float64;
-      return;
-    case kTVMOpaqueHandle:
-      out->type_index = kOpaquePtr;
-      out->v_ptr = v.v_handle;
-      return;
-    case kTVMDataType:
-      out->type_index = kDataType;
-      out->v_dtype = v.v_type;
-      return;
-    case kDLDevice:
-      out->type_index = kDevice;
-      out->v_device = v.v_device;
-      return;
     case kTVMDLTensorHandle:
       out->type_index = kDLTensorPtr;
       out->v_ptr = v.v_handle;
@@ -493,21 +474,9 @@ void ToHostCallResult(RetValue* rv, Any* out) {
 
 /*! \brief Our error as a raised tvm-ffi error; the return code for the kernel. */
 int RaiseCurrent() {
-  try {
-    throw;
-  } catch (const EnvErrorAlreadySet&) {
-    RaisedSlot().env_error = true;
-    return -2;
-  } catch (const Error& e) {
-    SetRaised(e.kind().c_str(), e.message());
-  } catch (const std::bad_alloc&) {
-    SetRaised("RuntimeError", "out of memory");
-  } catch (const std::exception& e) {
-    SetRaised("RuntimeError", e.what());
-  } catch (...) {
-    SetRaised("InternalError", "unknown exception");
-  }
-  return -1;
+  int rc = SetLastErrorFromCurrentException();
+  MarkLastErrorRaised(rc == -2 ? RaisedMark::kEnvError : RaisedMark::kError);
+  return rc;
 }
 
 // ---- The context slots ---------------------------------------------------------------------
@@ -554,7 +523,7 @@ int EnvModLookupFromImports(void* library_ctx, const char* name, void** out) {
 
 int HandleInitOnce(void** handle, int (*init)(void** result)) {
   if (handle == nullptr || init == nullptr) {
-    SetRaised("ValueError", "__TVMFFIHandleInitOnce: handle or init function is NULL");
+    SetRaisedError("ValueError", "__TVMFFIHandleInitOnce: handle or init function is NULL");
     return -1;
   }
   if (__atomic_load_n(handle, __ATOMIC_ACQUIRE) != nullptr) return 0;
@@ -566,7 +535,7 @@ int HandleInitOnce(void** handle, int (*init)(void** result)) {
   int rc = init(&result);
   if (rc != 0) return rc;
   if (result == nullptr) {
-    SetRaised("RuntimeError", "__TVMFFIHandleInitOnce: the init function produced NULL");
+    SetRaisedError("RuntimeError", "__TVMFFIHandleInitOnce: the init function produced NULL");
     return -1;
   }
   __atomic_store_n(handle, result, __ATOMIC_RELEASE);
@@ -582,22 +551,6 @@ const ContextSlot kContextSlots[] = {
     {"__TVMFFIHandleInitOnce", reinterpret_cast<void*>(&HandleInitOnce)},
     {nullptr, nullptr},
 };
-
-void SetRaised(const char* kind, std::string message) {
-  Raised& r = RaisedSlot();
-  r.set = true;
-  r.kind = kind ? kind : "RuntimeError";
-  r.message = std::move(message);
-}
-
-bool TakeRaised(std::string* kind, std::string* message) {
-  Raised& r = RaisedSlot();
-  if (!r.set) return false;
-  r.set = false;
-  *kind = std::move(r.kind);
-  *message = std::move(r.message);
-  return true;
-}
 
 ObjectPtr<FunctionObj> WrapKernel(void* faddr, ObjectPtr<ModuleObj> owner, std::string name) {
   return MakeObject<KernelFunction>(reinterpret_cast<SafeCall>(faddr), std::move(owner),

@@ -45,6 +45,22 @@ TEST(ThreadPoolTest, ATaskErrorBecomesTheLaunchersError) {
   EXPECT_EQ(GetLastError(), "ValueError: task zero failed");
 }
 
+// A tvm-ffi kernel's task raises its error; the mark travels with the error to the launcher.
+int RaiseOnLastTask(int task_id, TVMParallelGroupEnv* env, void*) {
+  if (task_id != env->num_task - 1) return 0;
+  SetRaisedError("IndexError", "raised by a kernel's task");
+  return -1;
+}
+
+TEST(ThreadPoolTest, ARaisedErrorKeepsItsMarkOnTheLaunchersThread) {
+  for (int tasks : {1, 2, 4}) {
+    EXPECT_EQ(ParallelLaunch(RaiseOnLastTask, nullptr, tasks), -1) << tasks;
+    EXPECT_EQ(GetLastError(), "IndexError: raised by a kernel's task") << tasks;
+    EXPECT_EQ(TakeRaisedMark(), RaisedMark::kError) << tasks;
+    EXPECT_EQ(TakeRaisedMark(), RaisedMark::kNone) << tasks;  // taken once
+  }
+}
+
 struct BarrierJob {
   std::atomic<int> before{0};
   std::atomic<int> wrong{0};

@@ -72,25 +72,55 @@ const std::string& GetLastError();
 
 /*! \brief The text of an error that carries a host exception object. */
 extern const char kHostErrorText[];
-/*! \brief Make obj (retained through the hooks) this thread's last error. */
-void SetLastHostError(void* obj);
+/*!
+ * \brief Make a host object this thread's last error. The caller retains it (env_api.h's
+ *  RetainHostObject), so the error state needs nothing from the host hooks.
+ */
+void SetLastHostError(HostObjectRef obj);
 /*! \brief The host object attached to the last error (borrowed), or NULL. */
 void* GetLastHostError();
 /*! \brief Release the attached host object, if any, and clear the last error. */
 void DropLastHostError();
 
 /*! \brief A last error in transit between threads (the thread pool moves a task's error). */
+/*!
+ * \brief How a tvm-ffi kernel's error stands in the last error. A kernel reports an error by
+ *  raising it (TVMFFIErrorSetRaisedFromCStrParts) and returning nonzero: the raised error is the
+ *  last error with this mark, so it moves between threads like any other error.
+ */
+enum class RaisedMark : unsigned char {
+  kNone,
+  kError,     // the last error text is what a kernel (or a host function it called) raised
+  kEnvError,  // a host function a kernel called returned -2: the host holds the error
+};
+
 struct LastErrorState {
   std::string text;
   HostObjectRef host;
+  RaisedMark raised = RaisedMark::kNone;
 };
 /*! \brief Move the last error out of this thread (the text stays, the host object goes). */
 LastErrorState TakeLastErrorState();
 void RestoreLastErrorState(LastErrorState state);
 
+/*! \brief Set the last error to "kind: message" (kind NULL or empty: RuntimeError), marked raised.
+ */
+void SetRaisedError(const char* kind, const std::string& message);
+/*! \brief Mark the last error as raised (kError) or as a host error a kernel passes on (-2). */
+void MarkLastErrorRaised(RaisedMark mark);
+/*! \brief The last error's raised mark, cleared (the text stays the last error). */
+RaisedMark TakeRaisedMark();
+
 /*! \brief Set the last error of a -2 return; LastErrorIsEnvError() then holds until reset. */
 void SetEnvError(const std::string& text);
 bool LastErrorIsEnvError();
+
+/*!
+ * \brief The one exception barrier, called inside a catch handler: the exception in flight
+ *  becomes the last error. Returns -2 for EnvErrorAlreadySet (the host holds the error), else
+ *  -1. The C API's API_END and the tvm-ffi callbacks both end in it.
+ */
+int SetLastErrorFromCurrentException();
 
 /*! \brief Whether this thread is destroying its thread-locals (its host may be gone). */
 bool ThreadIsExiting();

@@ -58,13 +58,6 @@ ObjectPtr<FunctionObj> WrapBackendFunction(void* faddr, ObjectPtr<ModuleObj> own
 ObjectPtr<ModuleObj> LoadModuleBlob(const char* blob, size_t size, ObjectPtr<ModuleObj> lib,
                                     const std::string& origin);
 
-/*!
- * \brief Refuse a CSR import tree (row pointers, child indices, already range-checked) with a
- *  cycle: it would leak and make lookups recurse forever. what names the blob in the message.
- */
-void CheckImportTreeAcyclic(const std::vector<uint64_t>& row, const std::vector<uint64_t>& child,
-                            const std::string& origin, const char* what);
-
 /*! \brief The system library module (symbols from TVMBackendRegisterSystemLibSymbol). */
 ObjectPtr<ModuleObj> SystemLib();
 void RegisterSystemLibSymbol(const std::string& name, void* ptr);

@@ -85,11 +85,6 @@ struct ContextSlot {
 };
 extern const ContextSlot kContextSlots[];
 
-/*! \brief Set the calling thread's raised tvm-ffi error (TVMFFIErrorSetRaisedFromCStr*). */
-void SetRaised(const char* kind, std::string message);
-/*! \brief Move the calling thread's raised error out (false when none is set). */
-bool TakeRaised(std::string* kind, std::string* message);
-
 /*!
  * \brief Make libpolyffi's exported symbols global (dlopen(self, RTLD_NOLOAD | RTLD_GLOBAL)),
  *  once, so a library importing TVMFFIErrorSetRaisedFromCStrParts without DT_NEEDED resolves

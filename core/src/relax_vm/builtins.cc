@@ -3,6 +3,7 @@
 // They are ordinary registered globals: the VM resolves them by name like any function, so a user
 // may add or replace one. Unlike TVM's, every index into the shape heap and every storage offset is
 // checked.
+#include <algorithm>
 #include <cstring>
 #include <ostream>
 
@@ -420,25 +421,13 @@ POLYFFI_CORE_GLOBAL("vm.builtin.read_if_cond", [](const Args& args, RetValue* rv
   }
   if (CompactBytes(*t) == 0) Throw("ValueError", args.fname(), ": the condition tensor is empty");
   const char* p = static_cast<const char*>(t->data) + t->byte_offset;
-  int64_t v;
-  switch (t->dtype.bits) {
-    case 1:
-    case 8:
-      v = *reinterpret_cast<const int8_t*>(p);
-      break;
-    case 16:
-      v = *reinterpret_cast<const int16_t*>(p);
-      break;
-    case 32:
-      v = *reinterpret_cast<const int32_t*>(p);
-      break;
-    case 64:
-      v = *reinterpret_cast<const int64_t*>(p);
-      break;
-    default:
-      Throw("TypeError", args.fname(), ": unknown scalar int type ", DTypeName(t->dtype));
+  const int bits = t->dtype.bits;
+  if (bits != 1 && bits != 8 && bits != 16 && bits != 32 && bits != 64) {
+    Throw("TypeError", args.fname(), ": unknown scalar int type ", DTypeName(t->dtype));
   }
-  rv->SetBool(v != 0);
+  // The first element is nonzero when any of its bytes is (a uint1 takes one byte).
+  const size_t width = bits == 1 ? 1 : static_cast<size_t>(bits) / 8;
+  rv->SetBool(std::any_of(p, p + width, [](char byte) { return byte != 0; }));
 });
 
 POLYFFI_CORE_GLOBAL("vm.builtin.copy", [](const Args& args, RetValue* rv) {
@@ -446,24 +435,26 @@ POLYFFI_CORE_GLOBAL("vm.builtin.copy", [](const Args& args, RetValue* rv) {
   ReturnArg(args, 0, rv);
 });
 
+// Argument i as a tensor, or TVM's TypeError naming the builtin.
+DLTensor* RequiredTensorArg(const Args& args, int i) {
+  DLTensor* t = TensorArg(args, i);
+  if (t == nullptr) {
+    Throw("TypeError", args.fname(), " expects a Tensor or DLTensor*, but get ",
+          TypeCodeName(args.code(i)));
+  }
+  return t;
+}
+
 POLYFFI_CORE_GLOBAL("vm.builtin.shape_of", [](const Args& args, RetValue* rv) {
   args.CheckArity(1);
-  DLTensor* t = TensorArg(args, 0);
-  if (t == nullptr) {
-    Throw("TypeError", "vm.builtin.shape_of expects a Tensor or DLTensor*, but get ",
-          TypeCodeName(args.code(0)));
-  }
+  DLTensor* t = RequiredTensorArg(args, 0);
   rv->SetObject(MakeObject<ShapeObj>(t->shape, t->shape + t->ndim));
 });
 
 // reshape(tensor, Shape) -> a view (the tensor stays alive while the view lives).
 POLYFFI_CORE_GLOBAL("vm.builtin.reshape", [](const Args& args, RetValue* rv) {
   args.CheckArity(2);
-  DLTensor* t = TensorArg(args, 0);
-  if (t == nullptr) {
-    Throw("TypeError", "vm.builtin.reshape expects a Tensor or DLTensor*, but get ",
-          TypeCodeName(args.code(0)));
-  }
+  DLTensor* t = RequiredTensorArg(args, 0);
   ObjectPtr<Object> owner;
   if (args.code(0) == kTVMNDArrayHandle) {
     owner = ObjectPtr<Object>::Borrow(NDArrayObj::FromHandle(t));

@@ -1,14 +1,17 @@
 // Loading a relax VM executable (`relax.VMExecutable`, TVM 0.27, version "0.14") and the
 // executable module's own functions. The layout is in docs/spec/tvm-formats.md part 2
 // section 3 (the relax VM executable): header, function table, memory scopes (V2 magic), constant
-// pool, code. Every read is bounds-checked and every index the code holds is validated here, once,
-// so a corrupt blob is a ValueError and the interpreter never meets an out-of-range register,
-// constant, function or jump target.
+// pool, code. Every read is bounds-checked (formats/byte_reader.h; tensor constants:
+// formats/ndarray_record.h) and every index the code holds is validated here, once, so a corrupt
+// blob is a ValueError and the interpreter never meets an out-of-range register, constant,
+// function or jump target.
 #include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
 
+#include "formats/byte_reader.h"
+#include "formats/ndarray_object.h"
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
 #include "relax_vm.h"
@@ -19,12 +22,10 @@ namespace {
 
 constexpr uint64_t kMagicV1 = 0xD225DE2F4214151DULL;
 constexpr uint64_t kMagicV2 = 0xD225DE2F4214151EULL;
-constexpr uint64_t kTensorMagic = 0xDD5E40F096B4A13FULL;
 const char kVersion[] = "0.14";
 // Bounds on what a blob may ask for, so a corrupt count cannot make the loader (or a later
 // call) allocate without limit. Real executables are far below these.
 constexpr int64_t kMaxRegisters = int64_t{1} << 20;
-constexpr int32_t kMaxTensorDims = 64;
 
 // tvm-ffi type indices of constant-pool entries.
 enum : int32_t {
@@ -36,89 +37,10 @@ enum : int32_t {
   kConstTensor = 70,
 };
 
-class Reader {
- public:
-  Reader(const char* data, size_t size) : data_(data), size_(size) {}
-  const char* Take(uint64_t n, const char* what) {
-    if (n > size_ - pos_) {
-      Throw("ValueError", "relax VM executable truncated reading ", what, " at offset ", pos_,
-            " (need ", n, " bytes, ", size_ - pos_, " left)");
-    }
-    const char* p = data_ + pos_;
-    pos_ += n;
-    return p;
-  }
-  template <typename T>
-  T Read(const char* what) {
-    T v;
-    std::memcpy(&v, Take(sizeof(T), what), sizeof(T));
-    return v;
-  }
-  std::string Str(const char* what) {
-    uint64_t n = Read<uint64_t>(what);
-    return std::string(Take(n, what), n);
-  }
-  /*! \brief A count of items at least min_item_bytes each: never more than the bytes left. */
-  uint64_t Count(uint64_t min_item_bytes, const char* what) {
-    size_t at = pos_;
-    uint64_t n = Read<uint64_t>(what);
-    if (n > (size_ - pos_) / min_item_bytes) {
-      Throw("ValueError", "relax VM executable: ", what, " at offset ", at, " announces ", n,
-            " entries but only ", size_ - pos_, " bytes are left");
-    }
-    return n;
-  }
-  std::vector<int64_t> I64Vector(const char* what) {
-    uint64_t n = Count(sizeof(int64_t), what);
-    std::vector<int64_t> v(n);
-    if (n != 0) std::memcpy(v.data(), Take(n * sizeof(int64_t), what), n * sizeof(int64_t));
-    return v;
-  }
-  size_t pos() const { return pos_; }
-
- private:
-  const char* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+using formats::ByteReader;
 
 [[noreturn]] void Corrupt(const std::string& msg) {
   Throw("ValueError", "relax VM executable: ", msg);
-}
-
-ObjectPtr<NDArrayObj> ReadTensor(Reader* r, size_t index) {
-  if (r->Read<uint64_t>("tensor magic") != kTensorMagic) {
-    Corrupt("constant " + std::to_string(index) + " is not a tensor (bad magic)");
-  }
-  r->Read<uint64_t>("tensor reserved word");
-  int32_t device_type = r->Read<int32_t>("tensor device type");
-  r->Read<int32_t>("tensor device id");
-  int32_t ndim = r->Read<int32_t>("tensor ndim");
-  DLDataType dtype;
-  dtype.code = r->Read<uint8_t>("tensor dtype");
-  dtype.bits = r->Read<uint8_t>("tensor dtype");
-  dtype.lanes = r->Read<uint16_t>("tensor dtype");
-  if (device_type != kDLCPU) {
-    Corrupt("constant " + std::to_string(index) + " is on device type " +
-            std::to_string(device_type) + "; only CPU tensors can be loaded");
-  }
-  if (ndim < 0 || ndim > kMaxTensorDims) {
-    Corrupt("constant " + std::to_string(index) + " has ndim " + std::to_string(ndim));
-  }
-  std::vector<int64_t> shape(ndim);
-  for (int32_t i = 0; i < ndim; ++i) shape[i] = r->Read<int64_t>("tensor shape");
-  int64_t nbytes = r->Read<int64_t>("tensor byte size");
-  // Shape and dtype checked (negative dims, overflow, unsupported dtypes) by the allocation.
-  size_t expect = CheckedBytes(shape.data(), ndim, dtype);
-  if (nbytes < 0 || static_cast<uint64_t>(nbytes) != expect) {
-    Corrupt("constant " + std::to_string(index) + " holds " + std::to_string(nbytes) +
-            " bytes of data but its shape " + ShapeString(shape.data(), ndim) + " needs " +
-            std::to_string(expect));
-  }
-  const char* data = r->Take(expect, "tensor data");
-  auto arr = NDArrayObj::Empty(shape, dtype, DLDevice{kDLCPU, 0});
-  if (expect != 0) std::memcpy(arr->tensor.data, data, expect);
-  return arr;
 }
 
 int64_t SignExtend56(int64_t word) {
@@ -134,16 +56,12 @@ std::string RegName(int64_t r) {
 }  // namespace
 
 std::string ShapeString(const int64_t* shape, int64_t ndim) {
-  std::ostringstream os;
-  os << "[";
-  for (int64_t i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
+  return formats::ShapeText(shape, ndim);
 }
 
 std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size) {
   auto exec = std::make_shared<Executable>();
-  Reader r(data, size);
+  ByteReader r(data, size, "", "relax VM executable");
   uint64_t magic = r.Read<uint64_t>("header");
   if (magic != kMagicV1 && magic != kMagicV2) {
     Corrupt("bad magic number (not a relax VM executable)");
@@ -191,7 +109,7 @@ std::shared_ptr<const Executable> Executable::Load(const char* data, size_t size
     int32_t type = r.Read<int32_t>("constant type");
     switch (type) {
       case kConstTensor:
-        c.SetObject(ReadTensor(&r, i));
+        c.SetObject(formats::ReadNDArray(&r, "constant " + std::to_string(i)));
         break;
       case kConstShape: {
         std::vector<int64_t> dims = r.I64Vector("shape constant");
@@ -505,21 +423,17 @@ ObjectPtr<FunctionObj> ExecutableModule::GetOwnFunction(const std::string& name)
         },
         "relax.VMExecutable.has_function");
   }
-  if (name == "stats") {
+  // stats() and as_text(): the executable described as text.
+  std::string (Executable::*text)() const = name == "stats"     ? &Executable::Stats
+                                            : name == "as_text" ? &Executable::AsText
+                                                                : nullptr;
+  if (text != nullptr) {
     return MakeFunction(
-        [self](const Args& args, RetValue* rv) {
+        [self, text](const Args& args, RetValue* rv) {
           args.CheckArity(0);
-          rv->SetStr(self->exec()->Stats());
+          rv->SetStr((self->exec().get()->*text)());
         },
-        "relax.VMExecutable.stats");
-  }
-  if (name == "as_text") {
-    return MakeFunction(
-        [self](const Args& args, RetValue* rv) {
-          args.CheckArity(0);
-          rv->SetStr(self->exec()->AsText());
-        },
-        "relax.VMExecutable.as_text");
+        "relax.VMExecutable." + name);
   }
   return nullptr;
 }

@@ -479,34 +479,27 @@ ObjectPtr<FunctionObj> VirtualMachine::GetOwnFunction(const std::string& name) {
         },
         fname);
   }
-  if (name == "get_output") {
+  // get_output(fn, index...) and get_output_arity(fn, index...): a stateful call's output, or
+  // its tuple size (-1 for a single value).
+  if (name == "get_output" || name == "get_output_arity") {
+    const bool arity = name == "get_output_arity";
     return MakeFunction(
-        [self](const Args& args, RetValue* rv) {
+        [self, arity](const Args& args, RetValue* rv) {
           args.CheckMinArity(1);
           std::lock_guard<std::recursive_mutex> lock(self->mu_);
           const RetValue& out = self->LookupOutput(args);
           Object* o = out.object();
-          if (o != nullptr && o->type_index() == TypeIndex::kArray) {
+          const bool tuple = o != nullptr && o->type_index() == TypeIndex::kArray;
+          if (arity) {
+            return rv->SetInt(tuple ? static_cast<int64_t>(static_cast<ArrayObj*>(o)->items.size())
+                                    : -1);
+          }
+          if (tuple) {
             Throw("ValueError",
                   "`get_output` cannot return a tuple for RPC compatibility. Please specify "
                   "another index argument.");
           }
           rv->CopyFrom(out);
-        },
-        fname);
-  }
-  if (name == "get_output_arity") {
-    return MakeFunction(
-        [self](const Args& args, RetValue* rv) {
-          args.CheckMinArity(1);
-          std::lock_guard<std::recursive_mutex> lock(self->mu_);
-          const RetValue& out = self->LookupOutput(args);
-          Object* o = out.object();
-          if (o != nullptr && o->type_index() == TypeIndex::kArray) {
-            rv->SetInt(static_cast<int64_t>(static_cast<ArrayObj*>(o)->items.size()));
-          } else {
-            rv->SetInt(-1);
-          }
         },
         fname);
   }

@@ -3,18 +3,19 @@
 //
 // Its serialized form (TVM's GraphExecutorFactory::SaveToBinary): a string graph JSON, a u64
 // param count, a string vector of names, that many arrays in TVM's NDArray format, and a string
-// module name; strings and vectors are u64-length prefixed. Functions, as TVM has them:
+// module name (read with formats/byte_reader.h and formats/ndarray_record.h); strings and vectors
+// are u64-length prefixed. Functions, as TVM has them:
 // `<module name>(device...)` (`default` for TVM's default name) returns a graph executor over
 // the imported library with the params already set, plus get_graph_json, get_graph_params and
 // remove_params. One deliberate difference: TVM drops the params after the first executor is
 // made, so a second `default(dev)` has none; here every call gives a ready executor (one per
 // thread is the usual way to serve a model from many threads).
-#include <cstring>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "formats/byte_reader.h"
+#include "formats/ndarray_object.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/module.h"
@@ -24,81 +25,23 @@
 namespace polyffi {
 namespace {
 
-constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
-
 using Params = std::vector<std::pair<std::string, ObjectPtr<NDArrayObj>>>;
 
-/*! \brief Reads a module's section through the read(n) -> bytes function of the blob reader. */
-class SectionReader {
- public:
-  explicit SectionReader(ObjectPtr<FunctionObj> read) : read_(std::move(read)) {}
-
-  std::string Bytes(uint64_t n, const char* what) {
-    if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      Throw("ValueError", "GraphExecutorFactory: ", what, " announces ", n, " bytes");
-    }
+/*! \brief A reader of a module's section through the read(n) -> bytes function of the blob. */
+formats::ByteReader SectionReader(ObjectPtr<FunctionObj> read) {
+  auto pull = [read = std::move(read)](uint64_t n, const char* what) {
     TVMValue v;
     v.v_int64 = static_cast<int64_t>(n);
     int code = kTVMArgInt;
     RetValue rv;
-    read_->Call(&v, &code, 1, &rv);
-    if (rv.type_code() != kTVMBytes || rv.str().size() != n) {
+    read->Call(&v, &code, 1, &rv);
+    if (rv.type_code() != kTVMBytes) {
       Throw("ValueError", "GraphExecutorFactory: the blob reader returned no bytes for ", what);
     }
     return rv.str();
-  }
-  template <typename T>
-  T Pod(const char* what) {
-    std::string b = Bytes(sizeof(T), what);
-    T v;
-    std::memcpy(&v, b.data(), sizeof(T));
-    return v;
-  }
-  std::string Str(const char* what) { return Bytes(Pod<uint64_t>(what), what); }
-
-  /*! \brief One array in TVM's NDArray format, validated before anything is allocated. */
-  ObjectPtr<NDArrayObj> Array(const std::string& name) {
-    const std::string what = "param '" + name + "'";
-    if (Pod<uint64_t>("an array magic") != kNDArrayMagic) {
-      Throw("ValueError", "GraphExecutorFactory: ", what, " does not start with the NDArray magic");
-    }
-    Pod<uint64_t>("an array's reserved word");
-    Pod<int32_t>("an array's device type");  // params are loaded to the CPU, as in TVM
-    Pod<int32_t>("an array's device id");
-    int32_t ndim = Pod<int32_t>("an array's ndim");
-    if (ndim < 0 || ndim > 32) {
-      Throw("ValueError", "GraphExecutorFactory: ", what, " has invalid ndim ", ndim);
-    }
-    DLDataType dtype;
-    dtype.code = Pod<uint8_t>("an array's dtype");
-    dtype.bits = Pod<uint8_t>("an array's dtype");
-    dtype.lanes = Pod<uint16_t>("an array's dtype");
-    std::vector<int64_t> shape(ndim);
-    uint64_t count = 1;
-    for (auto& d : shape) {
-      d = Pod<int64_t>("an array's shape");
-      if (d < 0 || __builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) {
-        Throw("ValueError", "GraphExecutorFactory: ", what, " has an invalid shape");
-      }
-    }
-    uint64_t expected = 0;
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(ElementBytes(dtype)), &expected)) {
-      Throw("ValueError", "GraphExecutorFactory: ", what, " is too large");
-    }
-    int64_t nbytes = Pod<int64_t>("an array's byte size");
-    if (nbytes < 0 || static_cast<uint64_t>(nbytes) != expected) {
-      Throw("ValueError", "GraphExecutorFactory: ", what, " announces ", nbytes,
-            " bytes but its shape and dtype need ", expected);
-    }
-    std::string data = Bytes(expected, "an array's data");  // truncation fails here
-    auto arr = NDArrayObj::Empty(shape, dtype, DLDevice{kDLCPU, 0});
-    if (expected != 0) std::memcpy(arr->tensor.data, data.data(), expected);
-    return arr;
-  }
-
- private:
-  ObjectPtr<FunctionObj> read_;
-};
+  };
+  return formats::ByteReader(std::move(pull), "GraphExecutorFactory", "section");
+}
 
 /*! \brief A function of the executor module (AttributeError when it has none). */
 ObjectPtr<FunctionObj> ExecutorFunction(ModuleObj* mod, const char* name) {
@@ -216,17 +159,19 @@ class GraphExecutorFactory final : public ModuleObj {
 
 ObjectPtr<ModuleObj> LoadFactory(const Args& args) {
   args.CheckArity(1);
-  SectionReader r(args.ObjAs<FunctionObj>(0));
+  formats::ByteReader r = SectionReader(args.ObjAs<FunctionObj>(0));
   std::string graph_json = r.Str("the graph JSON");
-  uint64_t count = r.Pod<uint64_t>("the param count");
-  uint64_t names = r.Pod<uint64_t>("the param name count");
+  uint64_t count = r.Read<uint64_t>("the param count");
+  uint64_t names = r.Read<uint64_t>("the param name count");
   if (names != count) {
     Throw("ValueError", "GraphExecutorFactory: ", count, " params but ", names, " names");
   }
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < count; ++i) keys.push_back(r.Str("a param name"));
   Params params;
-  for (const auto& key : keys) params.emplace_back(key, r.Array(key));
+  for (const auto& key : keys) {
+    params.emplace_back(key, formats::ReadNDArray(&r, "param '" + key + "'"));
+  }
   std::string module_name = r.Str("the module name");
   return MakeObject<GraphExecutorFactory>(std::move(graph_json), std::move(params),
                                           std::move(module_name));
