@@ -58,6 +58,13 @@ std::string DataTypeString(DLDataType t) {
   return buf;
 }
 
+std::string DataTypeName(DLDataType t) {
+  char buf[32];
+  if (PolyffiDataTypeToString(t, buf, sizeof(buf)) == 0) return buf;
+  return "dtype(" + std::to_string(t.code) + ", " + std::to_string(t.bits) + ", " +
+         std::to_string(t.lanes) + ")";
+}
+
 // ---- RetValue ----
 
 namespace {

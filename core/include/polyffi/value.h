@@ -28,6 +28,8 @@ int ObjectTypeCode(const Object* obj);
 /*! \brief Parse "float32", "int8x4", "bool", "handle" into a DLDataType; ValueError if bad. */
 DLDataType ParseDataType(const std::string& s);
 std::string DataTypeString(DLDataType t);  // ValueError when t has no string form
+// For error texts: DataTypeString(t), or "dtype(code, bits, lanes)" when t has no string form.
+std::string DataTypeName(DLDataType t);
 
 /*!
  * \brief The return slot of a call; it owns what it holds. Internally object codes hold an

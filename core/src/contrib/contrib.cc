@@ -33,15 +33,6 @@ int64_t NumElements(const DLTensor* t) {
   return n;
 }
 
-std::string DTypeName(DLDataType t) {
-  try {
-    return DataTypeString(t);
-  } catch (const Error&) {
-    return "dtype(" + std::to_string(t.code) + ", " + std::to_string(t.bits) + ", " +
-           std::to_string(t.lanes) + ")";
-  }
-}
-
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;

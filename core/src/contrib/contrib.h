@@ -26,8 +26,6 @@ int64_t NumElements(const DLTensor* t);
 inline bool Is(DLDataType t, int code, int bits) {
   return t.code == code && t.bits == bits && t.lanes == 1;
 }
-/*! \brief "float32", "int64", ... (or "dtype(code, bits, lanes)" when there is no name). */
-std::string DTypeName(DLDataType t);
 
 /*! \brief IEEE binary16 bits to float (exact). */
 float HalfToFloat(uint16_t h);

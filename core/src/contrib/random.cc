@@ -52,7 +52,8 @@ DLTensor* Float32Out(const Args& args, int i) {
   DLTensor* out = CpuTensor(args, i, "output");
   if (!Is(out->dtype, kDLFloat, 32)) {
     Throw("InternalError", args.fname(), ": Check failed: dtype.code == kDLFloat && dtype.bits == ",
-          "32 && dtype.lanes == 1: the output is ", DTypeName(out->dtype), ", float32 is needed");
+          "32 && dtype.lanes == 1: the output is ", DataTypeName(out->dtype),
+          ", float32 is needed");
   }
   return out;
 }
@@ -130,7 +131,7 @@ POLYFFI_CORE_GLOBAL("tvm.contrib.random.randint", [](const Args& args, RetValue*
   if (Is(t, kDLUInt, 32)) return FillInts<uint32_t>(d, n, low, high, e);
   if (Is(t, kDLUInt, 16)) return FillInts<uint16_t>(d, n, low, high, e);
   if (Is(t, kDLUInt, 8)) return FillInts<uint8_t>(d, n, low, high, e);
-  Throw("InternalError", args.fname(), ": unknown data type ", DTypeName(t));
+  Throw("InternalError", args.fname(), ": unknown data type ", DataTypeName(t));
 });
 
 // random_fill: draws from U[1, 10) in double and stores by element width whatever the type code

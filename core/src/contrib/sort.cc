@@ -212,7 +212,7 @@ OrderFn OrderFor(DLDataType t, bool with_bytes) {
 OrderFn InputOrder(const Args& args, const DLTensor* data, bool with_bytes) {
   OrderFn f = OrderFor(data->dtype, with_bytes);
   if (f == nullptr) {
-    Throw("InternalError", args.fname(), ": Unsupported input dtype: ", DTypeName(data->dtype));
+    Throw("InternalError", args.fname(), ": Unsupported input dtype: ", DataTypeName(data->dtype));
   }
   return f;
 }
@@ -226,7 +226,7 @@ IndexStore OutputIndexStore(const Args& args, const DLTensor* data, const DLTens
     s = out->dtype.code == kDLInt ? StoreIndex<int8_t> : StoreIndex<uint8_t>;
   }
   if (s == nullptr) {
-    Throw("InternalError", args.fname(), ": Unsupported output dtype: ", DTypeName(out->dtype));
+    Throw("InternalError", args.fname(), ": Unsupported output dtype: ", DataTypeName(out->dtype));
   }
   return s;
 }
@@ -243,10 +243,10 @@ void SortOrArgsort(const Args& args, bool values) {
   sink.src = DataOf(data);
   sink.elem = static_cast<int64_t>(ElementBytes(data->dtype));
   if (values) {
-    if (DTypeName(out->dtype) != DTypeName(data->dtype)) {
+    if (DataTypeName(out->dtype) != DataTypeName(data->dtype)) {
       Throw("InternalError", args.fname(),
-            ": Check failed: (data_dtype == out_dtype) is false: ", DTypeName(data->dtype), " vs. ",
-            DTypeName(out->dtype));
+            ": Check failed: (data_dtype == out_dtype) is false: ", DataTypeName(data->dtype),
+            " vs. ", DataTypeName(out->dtype));
     }
     sink.values = DataOf(out);
   } else {
@@ -274,7 +274,7 @@ POLYFFI_CORE_GLOBAL("tvm.contrib.sort.argsort_nms", [](const Args& args, RetValu
   bool ascend = args.Bool(4);
   if (!Is(data->dtype, kDLFloat, 32)) {
     Throw("InternalError", args.fname(),
-          ": Currently only supports input dtype to be float32, got ", DTypeName(data->dtype));
+          ": Currently only supports input dtype to be float32, got ", DataTypeName(data->dtype));
   }
   if (!Is(valid->dtype, kDLInt, 32) || !Is(out->dtype, kDLInt, 32)) {
     Throw("InternalError", args.fname(), ": the valid count and the output must be int32");
@@ -328,9 +328,9 @@ POLYFFI_CORE_GLOBAL("tvm.contrib.sort.topk", [](const Args& args, RetValue*) {
   sink.src = DataOf(data);
   sink.elem = static_cast<int64_t>(ElementBytes(data->dtype));
   if (values != nullptr) {
-    if (DTypeName(values->dtype) != DTypeName(data->dtype)) {
-      Throw("ValueError", args.fname(), ": the values output is ", DTypeName(values->dtype),
-            " but the input is ", DTypeName(data->dtype));
+    if (DataTypeName(values->dtype) != DataTypeName(data->dtype)) {
+      Throw("ValueError", args.fname(), ": the values output is ", DataTypeName(values->dtype),
+            " but the input is ", DataTypeName(data->dtype));
     }
     CheckOutShape(args, data, values, axis, k, "values output");
     sink.values = DataOf(values);

@@ -122,17 +122,18 @@ class GraphRunner final : public ModuleObj {
   }
   std::string type_key() const override { return "polyffi.GraphRunner"; }
 
+ private:
+  template <typename R>
+  friend ObjectPtr<FunctionObj> model_runner::SharedFunction(R*, const std::string&, const char*);
+
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    if (ObjectPtr<FunctionObj> f = SharedFunction(this, name, "executor")) return f;
     auto self = ObjectPtr<GraphRunner>::Borrow(this);
     const std::string fname = "polyffi.GraphRunner." + name;
-    if (name == "run") {
-      return MakeFunction([self](const Args& args, RetValue* rv) { self->Run(args, rv); }, fname);
-    }
     if (name == "input_names") {
-      return MakeFunction(
-          [self](const Args& args, RetValue* rv) {
-            args.CheckArity(0);
+      return Accessor(
+          [self](RetValue* rv) {
             auto arr = MakeObject<ArrayObj>();
             arr->items.resize(self->inputs_.size());
             for (size_t i = 0; i < self->inputs_.size(); ++i)
@@ -142,20 +143,7 @@ class GraphRunner final : public ModuleObj {
           fname);
     }
     if (name == "num_outputs") {
-      return MakeFunction(
-          [self](const Args& args, RetValue* rv) {
-            args.CheckArity(0);
-            rv->SetInt(self->num_outputs_);
-          },
-          fname);
-    }
-    if (name == "executor") {
-      return MakeFunction(
-          [self](const Args& args, RetValue* rv) {
-            args.CheckArity(0);
-            rv->SetObject(self->own_);
-          },
-          fname);
+      return Accessor([self](RetValue* rv) { rv->SetInt(self->num_outputs_); }, fname);
     }
     if (name == "with_params") {
       return MakeFunction(
@@ -164,14 +152,6 @@ class GraphRunner final : public ModuleObj {
             if (args.code(0) != kTVMBytes) args.Mismatch(0, "bytes");
             rv->SetObject(
                 MakeObject<GraphRunner>(self->graph_json_, self->lib_, args.Str(0), self->dev_));
-          },
-          fname);
-    }
-    if (name == "pool_size") {
-      return MakeFunction(
-          [self](const Args& args, RetValue* rv) {
-            args.CheckArity(0);
-            rv->SetInt(static_cast<int64_t>(self->pool_.size()));
           },
           fname);
     }

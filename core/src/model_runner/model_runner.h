@@ -71,6 +71,37 @@ class Lease {
 /*! \brief Call f with these C arguments; the result in rv. */
 void CallWith(FunctionObj* f, std::vector<TVMValue>* values, std::vector<int>* codes, RetValue* rv);
 
+/*! \brief A function named fname that takes no arguments and returns what get writes. */
+template <typename Get>
+ObjectPtr<FunctionObj> Accessor(Get get, std::string fname) {
+  return MakeFunction(
+      [get](const Args& args, RetValue* rv) {
+        args.CheckArity(0);
+        get(rv);
+      },
+      std::move(fname));
+}
+
+/*!
+ * \brief What every runner answers alike, or nullptr for another name: `run` (stateless, on a
+ *  pooled executor), `pool_size`, and own_name (the runner's own executor, for the stateful API).
+ */
+template <typename Runner>
+ObjectPtr<FunctionObj> SharedFunction(Runner* runner, const std::string& name,
+                                      const char* own_name) {
+  auto self = ObjectPtr<Runner>::Borrow(runner);
+  std::string fname = runner->type_key() + "." + name;
+  if (name == "run") {
+    return MakeFunction([self](const Args& args, RetValue* rv) { self->Run(args, rv); }, fname);
+  }
+  if (name == "pool_size") {
+    return Accessor([self](RetValue* rv) { rv->SetInt(static_cast<int64_t>(self->pool_.size())); },
+                    fname);
+  }
+  if (name == own_name) return Accessor([self](RetValue* rv) { rv->SetObject(self->own_); }, fname);
+  return nullptr;
+}
+
 /*! \brief The CPU device a runner is made for (ValueError for any other). */
 DLDevice CheckDevice(const char* fname, int64_t device_type, int64_t device_id);
 

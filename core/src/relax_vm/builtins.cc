@@ -28,15 +28,6 @@ std::string ErrorContext(const Args& args, int i) {
 
 namespace {
 
-std::string DTypeName(DLDataType t) {
-  try {
-    return DataTypeString(t);
-  } catch (const Error&) {
-    return "dtype(" + std::to_string(t.code) + ", " + std::to_string(t.bits) + ", " +
-           std::to_string(t.lanes) + ")";
-  }
-}
-
 DLDataType DTypeArg(const Args& args, int i) {
   if (args.code(i) == kTVMDataType) return args.value(i).v_type;
   return ParseDataType(args.Str(i));
@@ -267,8 +258,8 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_tensor_info", [](const Args& args, RetValu
   if (has_dtype) {
     DLDataType want = DTypeArg(args, 2);
     if (want.code != t->dtype.code || want.bits != t->dtype.bits || want.lanes != t->dtype.lanes) {
-      Throw("ValueError", ctx, " expect Tensor with dtype ", DTypeName(want), " but get ",
-            DTypeName(t->dtype));
+      Throw("ValueError", ctx, " expect Tensor with dtype ", DataTypeName(want), " but get ",
+            DataTypeName(t->dtype));
     }
   }
 });
@@ -292,7 +283,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_prim_value_info", [](const Args& args, Ret
   DLDataType t = DTypeArg(args, 1);
   int code = args.code(0);
   if (IsObjectCode(code) || code == kTVMStr || code == kTVMBytes) {
-    Throw("TypeError", ctx, ", expected dtype ", DTypeName(t), ", but received ",
+    Throw("TypeError", ctx, ", expected dtype ", DataTypeName(t), ", but received ",
           TypeCodeName(code));
   }
   bool ok;
@@ -303,10 +294,10 @@ POLYFFI_CORE_GLOBAL("vm.builtin.check_prim_value_info", [](const Args& args, Ret
   } else if (t.code == kDLOpaqueHandle && !(t.bits == 0 && t.lanes == 0)) {
     ok = code == kTVMOpaqueHandle || code == kTVMNullptr;
   } else {
-    Throw("TypeError", ctx, ", unsupported dtype ", DTypeName(t));
+    Throw("TypeError", ctx, ", unsupported dtype ", DataTypeName(t));
   }
   if (!ok) {
-    Throw("TypeError", ctx, ", expected dtype ", DTypeName(t), ", but received ",
+    Throw("TypeError", ctx, ", expected dtype ", DataTypeName(t), ", but received ",
           TypeCodeName(code));
   }
 });
@@ -417,13 +408,13 @@ POLYFFI_CORE_GLOBAL("vm.builtin.read_if_cond", [](const Args& args, RetValue* rv
   if (t == nullptr) args.Mismatch(0, "bool or Tensor");
   if (t->dtype.code != kDLInt && t->dtype.code != kDLUInt && t->dtype.code != kDLBool) {
     Throw("TypeError", args.fname(), ": the condition tensor must be of an integer type, got ",
-          DTypeName(t->dtype));
+          DataTypeName(t->dtype));
   }
   if (CompactBytes(*t) == 0) Throw("ValueError", args.fname(), ": the condition tensor is empty");
   const char* p = static_cast<const char*>(t->data) + t->byte_offset;
   const int bits = t->dtype.bits;
   if (bits != 1 && bits != 8 && bits != 16 && bits != 32 && bits != 64) {
-    Throw("TypeError", args.fname(), ": unknown scalar int type ", DTypeName(t->dtype));
+    Throw("TypeError", args.fname(), ": unknown scalar int type ", DataTypeName(t->dtype));
   }
   // The first element is nonzero when any of its bytes is (a uint1 takes one byte).
   const size_t width = bits == 1 ? 1 : static_cast<size_t>(bits) / 8;

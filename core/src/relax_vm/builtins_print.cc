@@ -234,7 +234,7 @@ POLYFFI_CORE_GLOBAL("relax.run.assert_op", [](const Args& args, RetValue*) {
   } else if (DLTensor* t = TensorArg(args, 0)) {
     if (t->dtype.code != kDLBool) {
       Throw("ValueError", "The condition must be a bool scalar, but given a ",
-            contrib::DTypeName(t->dtype), " tensor");
+            DataTypeName(t->dtype), " tensor");
     }
     if (t->ndim != 0) {
       Throw("ValueError", "The condition must be a scalar, but it has a shape of ",
@@ -261,7 +261,7 @@ POLYFFI_CORE_GLOBAL("vm.builtin.debug_print", [](const Args& args, RetValue*) {
   DLTensor* t = TensorArg(args, 1);
   if (t == nullptr) args.Mismatch(1, "Tensor");
   std::cout << Render(args.value(0), args.code(0)) << ": shape = " << ShapeText(t->shape, t->ndim)
-            << ", dtype = " << contrib::DTypeName(t->dtype) << ", data =\n"
+            << ", dtype = " << DataTypeName(t->dtype) << ", data =\n"
             << Render(args.value(1), args.code(1)) << std::endl;
 });
 

@@ -24,7 +24,6 @@ namespace relax_vm {
 namespace {
 
 using contrib::DataOf;
-using contrib::DTypeName;
 using contrib::Is;
 
 /*! \brief Three-way comparison of two elements of one dtype. */
@@ -81,7 +80,7 @@ ElemCmp CmpFor(const Args& args, DLDataType t) {
         break;
     }
   }
-  Throw("TypeError", args.fname(), ": unsupported dtype ", DTypeName(t));
+  Throw("TypeError", args.fname(), ": unsupported dtype ", DataTypeName(t));
 }
 
 ObjectPtr<NDArrayObj> Int64Tensor(const std::vector<int64_t>& shape,

@@ -20,7 +20,6 @@ namespace relax_vm {
 namespace {
 
 using contrib::DataOf;
-using contrib::DTypeName;
 
 /*! \brief The NDArray at argument i (retained); TypeError for anything else. */
 ObjectPtr<NDArrayObj> NDArrayArg(const Args& args, int i) {
@@ -55,11 +54,11 @@ POLYFFI_CORE_GLOBAL("vm.builtin.tensor_to_shape", [](const Args& args, RetValue*
   }
   if (t->dtype.code != kDLInt) {
     Throw("InternalError", "Check failed: (arr->dtype.code == kDLInt) is false: ", args.fname(),
-          " needs an integer tensor, got ", DTypeName(t->dtype));
+          " needs an integer tensor, got ", DataTypeName(t->dtype));
   }
   const int bits = t->dtype.bits;
   if (t->dtype.lanes != 1 || (bits != 16 && bits != 32 && bits != 64)) {
-    Throw("InternalError", "Unknown scalar int type: ", DTypeName(t->dtype));
+    Throw("InternalError", "Unknown scalar int type: ", DataTypeName(t->dtype));
   }
   const int64_t n = t->shape[0];
   auto shape = MakeObject<ShapeObj>(static_cast<size_t>(n));
