@@ -465,5 +465,31 @@ TEST(RelaxSetInput, TensorWithElementsButNoDataIsAValueError) {
   TVMModFree(exe);
 }
 
+// ---- relax.run.print: a caller's malformed tensor --------------------------------------------
+
+// Found by fuzz_globals after the runtime library's printing builtins joined the registry: a
+// DLTensor with a negative ndim was rendered dimension by dimension past the end of its shape
+// (ASan: heap-buffer-overflow in TensorText). Its size is now checked first: a ValueError.
+TEST(RelaxPrint, NegativeNdimIsAValueError) {
+  float data[4] = {};
+  int64_t shape[1] = {4};
+  DLTensor bad{data, {kDLCPU, 0}, -2, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  Global print("relax.run.print");
+  Ret r = Call(print.get(), {Str(""), Handle(&bad, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error, "ValueError: negative ndim -2");
+}
+
+// The same builtin with a dtype of several lanes, or elements without data, prints "<tensor>"
+// instead of reading what the tensor does not hold.
+TEST(RelaxPrint, UnreadableTensorsPrintAsPlaceholders) {
+  int64_t shape[1] = {4};
+  DLTensor lanes{nullptr, {kDLCPU, 0}, 1, {kDLFloat, 32, 4}, shape, nullptr, 0};
+  Global print("relax.run.assert_op");
+  Ret r = Call(print.get(), {Int(0), Str(""), Handle(&lanes, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("<tensor>"), std::string::npos) << r.error;
+}
+
 }  // namespace
 }  // namespace hardening

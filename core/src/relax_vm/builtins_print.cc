@@ -85,7 +85,15 @@ void TensorText(const DLTensor& t, int dim, int64_t* offset, std::string* out) {
 }
 
 std::string DLTensorText(const DLTensor& t) {
-  if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t)) return "<tensor>";
+  // A caller's DLTensor may be malformed: its size is checked (ValueError for a negative ndim or
+  // dimension) before any element is read, and a dtype that ElementText cannot read whole (no
+  // bytes, several lanes) or elements without data print as "<tensor>".
+  const size_t bytes = CheckedBytes(t.shape, t.ndim, t.dtype);
+  const bool readable = t.dtype.lanes == 1 && t.dtype.bits % 8 == 0 && t.dtype.bits != 0;
+  if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t) || !readable ||
+      (bytes != 0 && t.data == nullptr)) {
+    return "<tensor>";
+  }
   std::string s;
   int64_t offset = 0;
   TensorText(t, 0, &offset, &s);
