@@ -491,5 +491,16 @@ TEST(RelaxPrint, UnreadableTensorsPrintAsPlaceholders) {
   EXPECT_NE(r.error.find("<tensor>"), std::string::npos) << r.error;
 }
 
+// Found by fuzz_globals: a tensor of shape [2^40, 0] has no elements, but rendering it walked
+// 2^40 empty rows (libFuzzer timeout). A tensor without elements prints as "[]".
+TEST(RelaxPrint, EmptyTensorWithHugeDimensionPrintsAtOnce) {
+  int64_t shape[2] = {int64_t{1} << 40, 0};
+  DLTensor empty{nullptr, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  Global assert_op("relax.run.assert_op");
+  Ret r = Call(assert_op.get(), {Int(0), Str(""), Handle(&empty, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("[]"), std::string::npos) << r.error;
+}
+
 }  // namespace
 }  // namespace hardening

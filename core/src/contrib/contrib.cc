@@ -14,6 +14,13 @@ DLTensor* CpuTensor(const Args& args, int i, const char* what) {
   if (code != kTVMNDArrayHandle && code != kTVMDLTensorHandle) args.Mismatch(i, "Tensor");
   auto* t = static_cast<DLTensor*>(args.value(i).v_handle);
   if (t == nullptr) args.Mismatch(i, "Tensor");
+  // A caller's DLTensor may be malformed: its sizes are checked before anything reads them
+  // (ValueError for a negative ndim or dimension, or a byte size that overflows).
+  CheckedBytes(t->shape, t->ndim, t->dtype);
+  if (t->dtype.lanes != 1 || t->dtype.bits == 0 || t->dtype.bits % 8 != 0) {
+    Throw("ValueError", args.fname(), ": the ", what, " has dtype ", DataTypeName(t->dtype),
+          ", which has no whole-byte scalar elements");
+  }
   if (DeviceTypeOf(t->device) != kDLCPU) {
     Throw("ValueError", args.fname(), ": the ", what, " must be on the CPU (device type ",
           DeviceTypeOf(t->device), ")");
@@ -29,7 +36,11 @@ DLTensor* CpuTensor(const Args& args, int i, const char* what) {
 
 int64_t NumElements(const DLTensor* t) {
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
+  for (int i = 0; i < t->ndim; ++i) {
+    if (t->shape[i] < 0 || __builtin_mul_overflow(n, t->shape[i], &n)) {
+      Throw("ValueError", "tensor shape has a negative dimension or too many elements");
+    }
+  }
   return n;
 }
 

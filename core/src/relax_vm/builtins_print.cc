@@ -94,6 +94,8 @@ std::string DLTensorText(const DLTensor& t) {
       (bytes != 0 && t.data == nullptr)) {
     return "<tensor>";
   }
+  // No elements: "[]" as numpy prints it (walking the dimensions before a 0 could take forever).
+  if (bytes == 0) return "[]";
   std::string s;
   int64_t offset = 0;
   TensorText(t, 0, &offset, &s);
