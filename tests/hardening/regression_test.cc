@@ -502,5 +502,18 @@ TEST(RelaxPrint, EmptyTensorWithHugeDimensionPrintsAtOnce) {
   EXPECT_NE(r.error.find("[]"), std::string::npos) << r.error;
 }
 
+// Found by fuzz_globals: an empty tensor of shape [0, 7, 2^63 - 1] has a byte size of 0, but
+// relax.run.unique multiplied its other dimensions (UBSan: signed overflow). The runtime
+// library's tensor check refuses dimensions whose product does not fit.
+TEST(RuntimeLibrary, EmptyTensorWithOverflowingDimensionsIsAValueError) {
+  int64_t shape[3] = {0, 7, INT64_MAX};
+  DLTensor empty{nullptr, {kDLCPU, 0}, 3, {kDLInt, 32, 1}, shape, nullptr, 0};
+  Global unique("relax.run.unique");
+  Ret r = Call(unique.get(),
+               {Handle(&empty, kTVMDLTensorHandle), Int(1), Int(0), Int(0), Int(0), Int(1)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error, "ValueError: relax.run.unique: the input's dimensions are too large");
+}
+
 }  // namespace
 }  // namespace hardening

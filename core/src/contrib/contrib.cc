@@ -17,6 +17,14 @@ DLTensor* CpuTensor(const Args& args, int i, const char* what) {
   // A caller's DLTensor may be malformed: its sizes are checked before anything reads them
   // (ValueError for a negative ndim or dimension, or a byte size that overflows).
   CheckedBytes(t->shape, t->ndim, t->dtype);
+  // An empty tensor passes that check whatever its other dimensions; the kernels still multiply
+  // them (blocks before and after an axis), so their product must fit too.
+  int64_t extent = 1;
+  for (int d = 0; d < t->ndim; ++d) {
+    if (t->shape[d] != 0 && __builtin_mul_overflow(extent, t->shape[d], &extent)) {
+      Throw("ValueError", args.fname(), ": the ", what, "'s dimensions are too large");
+    }
+  }
   if (t->dtype.lanes != 1 || t->dtype.bits == 0 || t->dtype.bits % 8 != 0) {
     Throw("ValueError", args.fname(), ": the ", what, " has dtype ", DataTypeName(t->dtype),
           ", which has no whole-byte scalar elements");
