@@ -515,5 +515,15 @@ TEST(RuntimeLibrary, EmptyTensorWithOverflowingDimensionsIsAValueError) {
   EXPECT_EQ(r.error, "ValueError: relax.run.unique: the input's dimensions are too large");
 }
 
+// Found by fuzz_globals: an empty tensor without data but with a byte_offset of 1 had its first
+// element's address computed (UBSan: non-zero offset applied to a null pointer).
+TEST(RuntimeLibrary, EmptyTensorWithoutDataAndAnOffsetIsEmpty) {
+  int64_t shape[1] = {0};
+  DLTensor empty{nullptr, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, shape, nullptr, 1};
+  Global unique("relax.run.unique");
+  Ret r = Call(unique.get(), {Handle(&empty, kTVMDLTensorHandle), Int(1), Int(0), Int(0), Int(0)});
+  EXPECT_EQ(r.rc, 0) << r.error;
+}
+
 }  // namespace
 }  // namespace hardening

@@ -36,6 +36,12 @@ DLTensor* CpuTensor(const Args& args, int i, const char* what) {
   if (!IsCompact(*t)) {
     Throw("ValueError", args.fname(), ": the ", what, " must be compact (row-major contiguous)");
   }
+  uintptr_t first = 0;
+  if (t->data != nullptr &&
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(t->data), t->byte_offset, &first)) {
+    Throw("ValueError", args.fname(), ": the ", what, "'s byte_offset ", t->byte_offset,
+          " wraps its data pointer");
+  }
   if (t->data == nullptr && NumElements(t) != 0) {
     Throw("ValueError", args.fname(), ": the ", what, " has no data");
   }

@@ -18,8 +18,10 @@ namespace contrib {
  *  these globals refuse what they cannot read.
  */
 DLTensor* CpuTensor(const Args& args, int i, const char* what);
-/*! \brief The first element's address (data + byte_offset). */
-inline char* DataOf(const DLTensor* t) { return static_cast<char*>(t->data) + t->byte_offset; }
+/*! \brief The first element's address (data + byte_offset; NULL for a tensor without data). */
+inline char* DataOf(const DLTensor* t) {
+  return t->data == nullptr ? nullptr : static_cast<char*>(t->data) + t->byte_offset;
+}
 /*! \brief Number of elements (the shape was validated by whoever made the tensor). */
 int64_t NumElements(const DLTensor* t);
 /*! \brief Whether t has exactly this code/bits with one lane. */
