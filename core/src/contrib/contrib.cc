@@ -25,9 +25,9 @@ DLTensor* CpuTensor(const Args& args, int i, const char* what) {
       Throw("ValueError", args.fname(), ": the ", what, "'s dimensions are too large");
     }
   }
-  if (t->dtype.lanes != 1 || t->dtype.bits == 0 || t->dtype.bits % 8 != 0) {
+  if (t->dtype.lanes != 1 || t->dtype.bits == 0 || (t->dtype.bits % 8 != 0 && t->dtype.bits != 1)) {
     Throw("ValueError", args.fname(), ": the ", what, " has dtype ", DataTypeName(t->dtype),
-          ", which has no whole-byte scalar elements");
+          ", which is not a one-lane dtype of whole bytes (or 1-bit bool)");
   }
   if (DeviceTypeOf(t->device) != kDLCPU) {
     Throw("ValueError", args.fname(), ": the ", what, " must be on the CPU (device type ",

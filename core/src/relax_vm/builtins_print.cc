@@ -89,7 +89,8 @@ std::string DLTensorText(const DLTensor& t) {
   // dimension) before any element is read, and a dtype that ElementText cannot read whole (no
   // bytes, several lanes) or elements without data print as "<tensor>".
   const size_t bytes = CheckedBytes(t.shape, t.ndim, t.dtype);
-  const bool readable = t.dtype.lanes == 1 && t.dtype.bits % 8 == 0 && t.dtype.bits != 0;
+  const bool readable =
+      t.dtype.lanes == 1 && t.dtype.bits != 0 && (t.dtype.bits % 8 == 0 || t.dtype.bits == 1);
   if (DeviceTypeOf(t.device) != kDLCPU || !IsCompact(t) || !readable ||
       (bytes != 0 && t.data == nullptr)) {
     return "<tensor>";
