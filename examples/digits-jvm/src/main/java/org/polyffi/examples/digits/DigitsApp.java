@@ -2,166 +2,28 @@ package org.polyffi.examples.digits;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Arrays;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import org.polyffi.Library;
 
 /**
- * The digits classifier from the JVM. Two modes:
+ * The digits classifier from the JVM, in batch: classifies examples/digits/model/test_x.bin and
+ * prints accuracy, agreement with train.py and batch-1 latency. (Serving models over HTTP is {@link
+ * org.polyffi.examples.Serve}, the Open Inference Protocol server.)
  *
- * <pre>
- *   serve: POST /predict {"inputs": [[64 floats], ...]} -> {"predictions": [...], "probabilities": [[10 floats], ...]}
- *          GET /health -> {"status": "ok", ...}
- *   batch: classify examples/digits/model/test_x.bin, print accuracy, agreement and latency
- * </pre>
- *
- * Options: --model-dir DIR --lib PATH --host H --port N (0: any free port) --threads N --batch
- * --tvm-lib PATH (instead of --lib and the model's graph/params: the batch-1 model as Apache TVM
- * exported it, e.g. tests/tvm_models/tvm018/digits_b1/factory.so)
+ * <p>Options: --model-dir DIR --lib PATH, or --tvm-lib PATH (instead of --lib and the model's
+ * graph/params: the batch-1 model as Apache TVM exported it, e.g.
+ * tests/tvm_models/tvm018/digits_b1/factory.so). --batch is accepted for compatibility.
  */
-public final class DigitsApp implements AutoCloseable {
-  static final int MAX_ROWS = 1024;
+public final class DigitsApp {
   static final ObjectMapper JSON = new ObjectMapper();
 
-  private final DigitsModel model;
-  private final HttpServer server;
-  private final ExecutorService executor;
+  private DigitsApp() {}
 
-  public DigitsApp(DigitsModel model, String host, int port, int threads) throws IOException {
-    // The JDK server writes headers and body separately: without TCP_NODELAY every keep-alive
-    // response waits for the client's delayed ACK (~40 ms).
-    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
-      System.setProperty("sun.net.httpserver.nodelay", "true");
-    }
-    this.model = model;
-    server = HttpServer.create(new InetSocketAddress(host, port), 128);
-    executor = Executors.newFixedThreadPool(threads);
-    server.setExecutor(executor);
-    server.createContext("/predict", this::predict);
-    server.createContext("/health", this::health);
-    server.createContext(
-        "/", ex -> reply(ex, 404, error("no such path: " + ex.getRequestURI().getPath())));
-    server.start();
-  }
-
-  public int port() {
-    return server.getAddress().getPort();
-  }
-
-  static ObjectNode error(String message) {
-    return JSON.createObjectNode().put("error", message);
-  }
-
-  static void reply(HttpExchange ex, int status, JsonNode body) throws IOException {
-    byte[] bytes = JSON.writeValueAsBytes(body);
-    ex.getResponseHeaders().set("Content-Type", "application/json");
-    ex.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = ex.getResponseBody()) {
-      out.write(bytes);
-    }
-  }
-
-  private void health(HttpExchange ex) throws IOException {
-    if (!ex.getRequestMethod().equals("GET")) {
-      reply(ex, 405, error("use GET"));
-      return;
-    }
-    reply(
-        ex,
-        200,
-        JSON.createObjectNode()
-            .put("status", "ok")
-            .put("model", "digits")
-            .put("polyffi", Library.runtimeVersion()));
-  }
-
-  /** Rows of the request, or null after replying 4xx. */
-  static float[][] parseRows(HttpExchange ex) throws IOException {
-    JsonNode body;
-    try (InputStream in = ex.getRequestBody()) {
-      body = JSON.readTree(in);
-    } catch (IOException e) {
-      reply(ex, 400, error("body is not JSON: " + e.getMessage().split("\n", 2)[0]));
-      return null;
-    }
-    JsonNode inputs = body == null ? null : body.get("inputs");
-    if (inputs == null || !inputs.isArray()) {
-      reply(ex, 400, error("expected {\"inputs\": [[64 numbers], ...]}"));
-      return null;
-    }
-    if (inputs.size() == 0 || inputs.size() > MAX_ROWS) {
-      reply(
-          ex,
-          inputs.size() == 0 ? 400 : 413,
-          error("inputs must hold 1 to " + MAX_ROWS + " rows, got " + inputs.size()));
-      return null;
-    }
-    float[][] rows = new float[inputs.size()][DigitsModel.FEATURES];
-    for (int i = 0; i < rows.length; i++) {
-      JsonNode row = inputs.get(i);
-      if (!row.isArray() || row.size() != DigitsModel.FEATURES) {
-        reply(
-            ex,
-            400,
-            error("row " + i + " must be an array of " + DigitsModel.FEATURES + " numbers"));
-        return null;
-      }
-      for (int j = 0; j < DigitsModel.FEATURES; j++) {
-        JsonNode v = row.get(j);
-        if (!v.isNumber() || !Double.isFinite(v.asDouble())) {
-          reply(ex, 400, error("row " + i + ", column " + j + " is not a finite number"));
-          return null;
-        }
-        rows[i][j] = (float) v.asDouble();
-      }
-    }
-    return rows;
-  }
-
-  private void predict(HttpExchange ex) throws IOException {
-    try {
-      if (!ex.getRequestMethod().equals("POST")) {
-        reply(ex, 405, error("use POST"));
-        return;
-      }
-      float[][] rows = parseRows(ex);
-      if (rows == null) return;
-      float[][] probs = model.predict(rows);
-      ObjectNode out = JSON.createObjectNode();
-      ArrayNode preds = out.putArray("predictions");
-      ArrayNode ps = out.putArray("probabilities");
-      for (float[] p : probs) {
-        preds.add(DigitsModel.argmax(p));
-        ArrayNode row = ps.addArray();
-        for (float v : p) row.add(v);
-      }
-      reply(ex, 200, out);
-    } catch (RuntimeException e) {
-      reply(ex, 500, error(e.toString()));
-    }
-  }
-
-  @Override
-  public void close() {
-    server.stop(0);
-    executor.shutdownNow();
-  }
-
-  // ---- command line ---------------------------------------------------------------------------
+  // ---- command line ----------------------------------------------------------------------------
 
   static String opt(String[] args, String name, String dflt) {
     for (int i = 0; i + 1 < args.length; i++) if (args[i].equals(name)) return args[i + 1];
@@ -212,43 +74,18 @@ public final class DigitsApp implements AutoCloseable {
   public static void main(String[] args) throws Exception {
     Path modelDir = Paths.get(opt(args, "--model-dir", "examples/digits/model"));
     Path lib = Paths.get(opt(args, "--lib", "build/lib/libdigits_model.so"));
-    int threads = Integer.parseInt(opt(args, "--threads", "8"));
     String tvmLib = opt(args, "--tvm-lib", null);
     DigitsModel model =
         tvmLib != null
             ? DigitsModel.fromTvmExport(Paths.get(tvmLib))
             : new DigitsModel(modelDir, lib);
-    if (Arrays.asList(args).contains("--batch")) {
-      System.out.printf(
-          "model:                   %s%n",
-          tvmLib != null
-              ? "exported by Apache TVM, " + tvmLib + " (GraphModule.fromFactory)"
-              : "graph executor over " + lib);
-      try (model) {
-        batch(model, modelDir);
-      }
-      return;
+    System.out.printf(
+        "model:                   %s%n",
+        tvmLib != null
+            ? "exported by Apache TVM, " + tvmLib + " (GraphModule.fromFactory)"
+            : "graph executor over " + lib);
+    try (model) {
+      batch(model, modelDir);
     }
-    DigitsApp app =
-        new DigitsApp(
-            model,
-            opt(args, "--host", "127.0.0.1"),
-            Integer.parseInt(opt(args, "--port", "8080")),
-            threads);
-    System.out.println(
-        "digits-jvm listening on http://"
-            + opt(args, "--host", "127.0.0.1")
-            + ":"
-            + app.port()
-            + " (POST /predict, GET /health), "
-            + threads
-            + " threads");
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  app.close();
-                  model.close();
-                }));
   }
 }

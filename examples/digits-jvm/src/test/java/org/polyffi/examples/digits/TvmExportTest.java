@@ -17,7 +17,9 @@ import org.junit.jupiter.api.Test;
  * compiled model.
  */
 class TvmExportTest {
-  static final Path MODEL = DigitsAppTest.MODEL;
+  static final Path MODEL = Paths.get(System.getProperty("digits.model.dir", "../digits/model"));
+  static final Path LIB =
+      Paths.get(System.getProperty("digits.model.lib", "../../build/lib/libdigits_model.so"));
   static final Path TVM_LIB =
       Paths.get(
           System.getProperty(
@@ -39,7 +41,7 @@ class TvmExportTest {
     try (DigitsModel m = DigitsModel.fromTvmExport(TVM_LIB)) {
       tvm = m.predict(rows);
     }
-    try (DigitsModel m = new DigitsModel(MODEL, DigitsAppTest.LIB)) {
+    try (DigitsModel m = new DigitsModel(MODEL, LIB)) {
       ours = m.predict(rows);
     }
     double maxDiff = 0;
@@ -55,8 +57,7 @@ class TvmExportTest {
 
   @Test
   void aLibraryThatIsNoTvmExportIsAClearError() {
-    RuntimeException e =
-        assertThrows(RuntimeException.class, () -> DigitsModel.fromTvmExport(DigitsAppTest.LIB));
+    RuntimeException e = assertThrows(RuntimeException.class, () -> DigitsModel.fromTvmExport(LIB));
     assertTrue(e.getMessage().contains("'default'"), e.getMessage());
   }
 }

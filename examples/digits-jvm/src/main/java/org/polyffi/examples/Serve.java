@@ -1,0 +1,405 @@
+package org.polyffi.examples;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.stream.Stream;
+import org.polyffi.DataType;
+import org.polyffi.FFIException;
+import org.polyffi.NDArray;
+import org.polyffi.examples.serve.ServedModel;
+import org.polyffi.examples.serve.Tensors;
+
+/**
+ * An Open Inference Protocol (KServe v2) REST server over polyffi, serving every model of a folder
+ * under its file's stem: {@code java org.polyffi.examples.Serve MODEL_DIR PORT} (port 0: a free
+ * one). Prints {@code listening on 127.0.0.1:PORT} once ready and serves until killed.
+ *
+ * <pre>
+ *   GET  /v2/health/live, /v2/health/ready      200 while serving
+ *   GET  /v2                                     server metadata
+ *   GET  /v2/models/NAME                         inputs and outputs: name, datatype, shape (-1: dynamic)
+ *   GET  /v2/models/NAME/ready                   200 for a loaded model
+ *   POST /v2/models/NAME/infer                   JSON tensors in and out (Triton's binary tensors in too)
+ * </pre>
+ *
+ * (and /v2/models/NAME/versions/1/...). Errors are {"error": "..."}: 404 for an unknown model or
+ * path, 400 for a bad request, with the binding's typed error text ({@code ValueError: ...}) when
+ * the model refused the inputs. Request threads share each model (its runner's calls are stateless
+ * and thread-safe).
+ */
+public final class Serve implements AutoCloseable {
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A request that failed: its status and message. */
+  static final class ApiError extends Exception {
+    final int status;
+
+    ApiError(int status, String message) {
+      super(message, null, false, false);
+      this.status = status;
+    }
+  }
+
+  private final Map<String, ServedModel> models;
+  private final HttpServer server;
+  private final ExecutorService executor;
+
+  public Serve(Map<String, ServedModel> models, int port, int threads) throws IOException {
+    // The JDK server writes headers and body separately: without TCP_NODELAY every keep-alive
+    // response waits for the client's delayed ACK (~40 ms).
+    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+      System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+    this.models = models;
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 256);
+    executor = Executors.newFixedThreadPool(threads);
+    server.setExecutor(executor);
+    server.createContext("/", this::handle);
+    server.start();
+  }
+
+  public int port() {
+    return server.getAddress().getPort();
+  }
+
+  /** Every model of dir, by name; what cannot be served is reported on stderr and skipped. */
+  public static Map<String, ServedModel> loadDir(Path dir) throws IOException {
+    Map<String, ServedModel> models = new TreeMap<>();
+    List<Path> entries;
+    try (Stream<Path> s = Files.list(dir)) {
+      entries = s.sorted().toList();
+    }
+    for (Path p : entries) {
+      String file = p.getFileName().toString();
+      String name;
+      if (Files.isDirectory(p)) {
+        if (!Files.isRegularFile(p.resolve("factory.so"))) continue;
+        name = file;
+      } else if (file.endsWith(".so")) {
+        name = file.substring(0, file.length() - 3);
+      } else {
+        continue;
+      }
+      try {
+        models.put(name, ServedModel.load(name, p));
+      } catch (RuntimeException | IOException e) {
+        System.err.println("polyffi-serve: skipping " + p + ": " + FFIException.textOf(e));
+      }
+    }
+    return models;
+  }
+
+  // ---- HTTP -------------------------------------------------------------------------------------
+
+  private static void reply(HttpExchange ex, int status, JsonNode body) throws IOException {
+    byte[] bytes = JSON.writeValueAsBytes(body);
+    ex.getResponseHeaders().set("Content-Type", "application/json");
+    ex.sendResponseHeaders(status, bytes.length);
+    try (OutputStream out = ex.getResponseBody()) {
+      out.write(bytes);
+    }
+  }
+
+  private void handle(HttpExchange ex) throws IOException {
+    try {
+      JsonNode body = route(ex);
+      reply(ex, 200, body);
+    } catch (ApiError e) {
+      reply(ex, e.status, JSON.createObjectNode().put("error", e.getMessage()));
+    } catch (RuntimeException | Error e) {
+      reply(ex, 500, JSON.createObjectNode().put("error", FFIException.textOf(e)));
+    } finally {
+      ex.close();
+    }
+  }
+
+  private JsonNode route(HttpExchange ex) throws IOException, ApiError {
+    String method = ex.getRequestMethod();
+    String path = ex.getRequestURI().getPath();
+    List<String> parts = new ArrayList<>(Arrays.asList(path.replaceAll("/+$", "").split("/")));
+    if (!parts.isEmpty() && parts.get(0).isEmpty()) parts.remove(0);
+    // v2/models/NAME/versions/V/... -> v2/models/NAME/...
+    if (parts.size() >= 5 && parts.get(1).equals("models") && parts.get(3).equals("versions")) {
+      if (!parts.get(4).equals("1")) {
+        throw new ApiError(
+            404, "unknown model version '" + parts.get(4) + "' (every model has version 1)");
+      }
+      parts.subList(3, 5).clear();
+    }
+    String route = String.join("/", parts);
+    boolean get = method.equals("GET");
+    if (get && (route.equals("v2/health/live") || route.equals("v2/health/ready"))) {
+      return JSON.createObjectNode().put(route.endsWith("live") ? "live" : "ready", true);
+    }
+    if (get && route.equals("v2")) {
+      ObjectNode m = JSON.createObjectNode().put("name", "polyffi-serve").put("version", "0.1.0");
+      m.putArray("extensions").add("binary_tensor_data");
+      return m;
+    }
+    if (parts.size() >= 3 && parts.get(0).equals("v2") && parts.get(1).equals("models")) {
+      ServedModel m = models.get(parts.get(2));
+      if (m == null) throw new ApiError(404, "unknown model '" + parts.get(2) + "'");
+      if (get && parts.size() == 3) return metadata(m);
+      if (get && parts.size() == 4 && parts.get(3).equals("ready")) {
+        return JSON.createObjectNode().put("name", m.name).put("ready", true);
+      }
+      if (method.equals("POST") && parts.size() == 4 && parts.get(3).equals("infer")) {
+        return infer(m, ex);
+      }
+    }
+    throw new ApiError(404, "no route " + method + " " + path);
+  }
+
+  private static ObjectNode spec(ServedModel.Spec s) {
+    ObjectNode o = JSON.createObjectNode().put("name", s.name);
+    String dt = Tensors.datatype(s.dtype);
+    o.put("datatype", dt == null ? "BYTES" : dt);
+    ArrayNode shape = o.putArray("shape");
+    for (long d : s.shape) shape.add(d);
+    return o;
+  }
+
+  static ObjectNode metadata(ServedModel m) {
+    ObjectNode o = JSON.createObjectNode().put("name", m.name);
+    o.putArray("versions").add("1");
+    o.put("platform", m.platform);
+    ArrayNode in = o.putArray("inputs");
+    for (ServedModel.Spec s : m.inputs) in.add(spec(s));
+    ArrayNode out = o.putArray("outputs");
+    for (ServedModel.Spec s : m.outputs) out.add(spec(s));
+    return o;
+  }
+
+  private static ApiError bad(String message) {
+    return new ApiError(400, message);
+  }
+
+  private JsonNode infer(ServedModel m, HttpExchange ex) throws IOException, ApiError {
+    byte[] body;
+    try (InputStream in = ex.getRequestBody()) {
+      body = in.readAllBytes();
+    }
+    // Triton's binary tensor extension: the JSON first, then the tensors' bytes.
+    int headLen = body.length;
+    String h = ex.getRequestHeaders().getFirst("Inference-Header-Content-Length");
+    if (h != null) {
+      try {
+        headLen = Integer.parseInt(h.trim());
+      } catch (NumberFormatException e) {
+        throw bad("Inference-Header-Content-Length is not a number");
+      }
+      if (headLen < 0 || headLen > body.length) {
+        throw bad(
+            "Inference-Header-Content-Length "
+                + headLen
+                + " does not fit the body ("
+                + body.length
+                + " bytes)");
+      }
+    }
+    JsonNode request;
+    try {
+      request = JSON.readTree(body, 0, headLen);
+    } catch (JsonProcessingException e) {
+      throw bad("malformed inference request: " + e.getOriginalMessage());
+    }
+    if (request == null || !request.isObject()) throw bad("the request is not a JSON object");
+    JsonNode inputs = request.get("inputs");
+    if (inputs == null || !inputs.isArray()) throw bad("the request has no \"inputs\" array");
+    List<Integer> wanted = new ArrayList<>();
+    JsonNode outs = request.get("outputs");
+    if (outs == null || outs.isNull()) {
+      for (int i = 0; i < m.outputs.size(); i++) wanted.add(i);
+    } else {
+      if (!outs.isArray()) throw bad("\"outputs\" is not an array");
+      for (JsonNode o : outs) {
+        String name = o.path("name").asText();
+        int i = indexOf(m.outputs, name);
+        if (i < 0) throw bad("model '" + m.name + "' has no output '" + name + "'");
+        wanted.add(i);
+      }
+    }
+    NDArray[] arrays = new NDArray[m.inputs.size()];
+    List<NDArray> results = List.of();
+    try {
+      int offset = headLen;
+      for (JsonNode input : inputs) offset = readInput(m, input, body, offset, arrays);
+      for (int i = 0; i < arrays.length; i++) {
+        if (arrays[i] == null) throw bad("input '" + m.inputs.get(i).name + "' is missing");
+      }
+      try {
+        results = m.infer(arrays);
+      } catch (FFIException e) {
+        throw bad(e.getMessage());
+      }
+      ObjectNode response = JSON.createObjectNode().put("model_name", m.name);
+      response.put("model_version", "1");
+      JsonNode id = request.get("id");
+      if (id != null && id.isTextual()) response.put("id", id.asText());
+      ArrayNode out = response.putArray("outputs");
+      for (int i : wanted) {
+        NDArray a = results.get(i);
+        String datatype = Tensors.datatype(a.dtype().toString());
+        ObjectNode o = out.addObject().put("name", m.outputs.get(i).name);
+        o.put("datatype", datatype);
+        ArrayNode shape = o.putArray("shape");
+        for (long d : a.shape()) shape.add(d);
+        o.set("data", Tensors.toJson(a.asByteBuffer(), datatype == null ? "" : datatype));
+      }
+      return response;
+    } finally {
+      for (NDArray a : arrays) if (a != null) a.close();
+      for (NDArray a : results) a.close();
+    }
+  }
+
+  private static int indexOf(List<ServedModel.Spec> specs, String name) {
+    for (int i = 0; i < specs.size(); i++) if (specs.get(i).name.equals(name)) return i;
+    return -1;
+  }
+
+  /** Checks one input of a request and puts its array in place; returns the next binary offset. */
+  private static int readInput(
+      ServedModel m, JsonNode input, byte[] body, int offset, NDArray[] arrays) throws ApiError {
+    String name = input.path("name").asText();
+    int index = indexOf(m.inputs, name);
+    if (index < 0) {
+      List<String> names = new ArrayList<>();
+      for (ServedModel.Spec s : m.inputs) names.add(s.name);
+      throw bad(
+          "model '"
+              + m.name
+              + "' has no input '"
+              + name
+              + "' (inputs: "
+              + String.join(", ", names)
+              + ")");
+    }
+    if (arrays[index] != null) throw bad("input '" + name + "' given twice");
+    ServedModel.Spec spec = m.inputs.get(index);
+    String want = Tensors.datatype(spec.dtype);
+    String datatype = input.path("datatype").asText();
+    if (!datatype.equals(want)) {
+      throw bad("input '" + name + "' has datatype " + datatype + ", the model takes " + want);
+    }
+    JsonNode shapeNode = input.get("shape");
+    long[] shape = null;
+    if (shapeNode != null && shapeNode.isArray() && shapeNode.size() == spec.shape.length) {
+      shape = new long[spec.shape.length];
+      for (int d = 0; d < shape.length; d++) {
+        JsonNode x = shapeNode.get(d);
+        shape[d] = x.isIntegralNumber() ? x.asLong() : -2;
+        if (shape[d] < 0 || (spec.shape[d] >= 0 && shape[d] != spec.shape[d])) {
+          shape = null;
+          break;
+        }
+      }
+    }
+    if (shape == null) {
+      throw bad(
+          "input '"
+              + name
+              + "' has shape "
+              + shapeNode
+              + ", the model takes "
+              + Arrays.toString(spec.shape)
+              + " (-1: any size)");
+    }
+    long count = 1;
+    for (long d : shape) count = Math.multiplyExact(count, d);
+    byte[] bytes;
+    JsonNode binarySize = input.path("parameters").get("binary_data_size");
+    if (binarySize != null) {
+      if (!binarySize.isIntegralNumber()) {
+        throw bad("input '" + name + "': binary_data_size is not a number");
+      }
+      long n = binarySize.asLong();
+      if (n < 0 || n > body.length - offset) {
+        throw bad("input '" + name + "': binary_data_size " + n + " is past the end of the body");
+      }
+      bytes = Arrays.copyOfRange(body, offset, offset + (int) n);
+      offset += (int) n;
+    } else if (input.has("data")) {
+      try {
+        bytes = Tensors.toBytes(input.get("data"), want);
+      } catch (IllegalArgumentException e) {
+        throw bad("input '" + name + "': " + e.getMessage());
+      }
+    } else {
+      throw bad("input '" + name + "' has no data");
+    }
+    int size = Tensors.elementSize(want);
+    if (size == 0 || bytes.length != count * size) {
+      throw bad(
+          "input '"
+              + name
+              + "' has "
+              + (size == 0 ? bytes.length : bytes.length / size)
+              + " elements of data, its shape "
+              + Arrays.toString(shape)
+              + " holds "
+              + count);
+    }
+    NDArray a = NDArray.empty(shape, DataType.parse(spec.dtype));
+    // Little-endian protocol bytes into the array's (native, little-endian) memory.
+    a.asByteBuffer().put(ByteBuffer.wrap(bytes));
+    arrays[index] = a;
+    return offset;
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    executor.shutdownNow();
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 2) {
+      System.err.println("usage: Serve MODEL_DIR PORT");
+      System.exit(2);
+    }
+    Path dir = Paths.get(args[0]);
+    int port = Integer.parseInt(args[1]);
+    Map<String, ServedModel> models = loadDir(dir);
+    if (models.isEmpty()) {
+      System.err.println("polyffi-serve: no model to serve in " + dir);
+      System.exit(1);
+    }
+    for (ServedModel m : models.values()) {
+      System.err.printf(
+          "polyffi-serve: %s (%s): %d inputs, %d outputs%n",
+          m.name, m.platform, m.inputs.size(), m.outputs.size());
+    }
+    int threads = Math.max(4, 2 * Runtime.getRuntime().availableProcessors());
+    Serve serve = new Serve(models, port, threads);
+    System.out.println("listening on 127.0.0.1:" + serve.port());
+    System.out.flush();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  serve.close();
+                  for (ServedModel m : models.values()) m.close();
+                }));
+  }
+}
