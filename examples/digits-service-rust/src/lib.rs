@@ -1,210 +1,383 @@
-//! The digits classifier as an HTTP service: axum on tokio, the compiled model called through
-//! polyffi's GraphModule.
+//! An Open Inference Protocol (KServe v2) REST server over polyffi: every model of a folder
+//! (TVM 0.18 graph exports, TVM 0.27 relax executables, the digits model's three artifacts),
+//! served with axum on tokio.
 //!
-//! The model (library, graph, params) is loaded once, into polyffi's model runner
-//! (`GraphModule::from_parts`), whose `infer` is stateless and thread-safe: every request shares
-//! one `GraphModule` through `&self`, and the runner gives each concurrent call an executor of its
-//! own (sharing the weights). Inference runs on tokio's blocking pool (`spawn_blocking`), never on
-//! the async workers.
-use std::path::{Path, PathBuf};
+//! | route | |
+//! |---|---|
+//! | `GET /v2/health/live`, `GET /v2/health/ready` | 200 while the server runs |
+//! | `GET /v2` | server metadata |
+//! | `GET /v2/models/{name}` | model metadata: inputs and outputs (name, datatype, shape, -1 dynamic) |
+//! | `GET /v2/models/{name}/ready` | 200 for a loaded model |
+//! | `POST /v2/models/{name}/infer` | JSON tensors in and out (Triton's binary tensors in too) |
+//!
+//! (`/v2/models/{name}/versions/1/...` as well.) Errors are `{"error": "..."}`: 404 for an
+//! unknown model, 400 for a bad request, with the binding's typed error text (`ValueError:
+//! ...`) when the model refused the inputs; the server keeps serving.
+//!
+//! Every model is loaded once; its runner's calls are stateless and thread-safe, so requests run
+//! at once on one shared model, on tokio's blocking pool (`spawn_blocking`).
+pub mod models;
+pub mod tensor;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use polyffi::{Device, GraphModule, Module};
-use serde::{Deserialize, Serialize};
+use polyffi::{DataType, NDArray};
+use serde::Deserialize;
+use serde_json::{json, Value as JsonValue};
 
-/// Input features per row (an 8x8 image) and classes per prediction.
-pub const FEATURES: usize = 64;
-pub const CLASSES: usize = 10;
-/// Largest batch one request may carry.
-pub const MAX_BATCH: usize = 4096;
+pub use models::{load_dir, Model, TensorSpec};
 
-/// The model, loaded once behind the core's model runner (batch-1 graph).
-pub struct Model {
-    graph: GraphModule,
-}
+/// The models served, by name.
+pub type Models = Arc<BTreeMap<String, Model>>;
 
-impl Model {
-    /// Loads `libdigits_model.so` from `lib_path` and `graph_b1.json` + `params.bin` from
-    /// `model_dir` (the runner builds one executor, which checks that they fit together).
-    pub fn load(lib_path: &Path, model_dir: &Path) -> polyffi::Result<Model> {
-        let read = |name: &str| {
-            std::fs::read(model_dir.join(name)).map_err(|e| {
-                polyffi::Error::new(
-                    "IOError",
-                    format!("{}: {e}", model_dir.join(name).display()),
-                )
-            })
-        };
-        let graph_json = String::from_utf8(read("graph_b1.json")?)
-            .map_err(|_| polyffi::Error::new("ValueError", "graph_b1.json is not UTF-8"))?;
-        let lib = Module::load(lib_path)?;
-        let graph =
-            GraphModule::from_parts(&graph_json, &lib, &read("params.bin")?, Device::cpu(0))?;
-        Ok(Model { graph })
-    }
+/// Largest request body accepted.
+pub const MAX_BODY: usize = 256 << 20;
 
-    /// Class probabilities for each row (blocking; call it from a blocking thread). Many
-    /// threads may call it at once.
-    pub fn predict(&self, rows: &[Vec<f32>]) -> polyffi::Result<Vec<[f32; CLASSES]>> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let input = ndarray::ArrayView::from_shape((1, FEATURES), row.as_slice())
-                .map_err(|e| polyffi::Error::new("ValueError", e.to_string()))?;
-            let outputs = self.graph.infer(&[&input])?; // a view in; new arrays out
-            let mut probs = [0f32; CLASSES];
-            probs.copy_from_slice(outputs[0].as_slice::<f32>()?);
-            out.push(probs);
-        }
-        Ok(out)
-    }
+/// A request that failed: its status and message.
+#[derive(Debug)]
+pub struct ApiError(pub StatusCode, pub String);
 
-    /// Executors the runner has made (it grows to the number of concurrent inferences).
-    pub fn executors(&self) -> usize {
-        self.graph
-            .runner()
-            .and_then(|r| r.function("pool_size").ok())
-            .and_then(|f| f.invoke::<i64>(()).ok())
-            .unwrap_or(0) as usize
+impl ApiError {
+    fn bad(message: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, message.into())
     }
 }
 
-pub fn argmax(p: &[f32]) -> usize {
-    p.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > p[best] { i } else { best })
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn model<'a>(models: &'a Models, name: &str) -> Result<&'a Model, ApiError> {
+    models
+        .get(name)
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("unknown model '{name}'")))
+}
+
+fn check_version(version: &str) -> Result<(), ApiError> {
+    if version == "1" {
+        Ok(())
+    } else {
+        Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("unknown model version '{version}' (every model has version 1)"),
+        ))
+    }
+}
+
+fn spec_json(s: &TensorSpec) -> JsonValue {
+    json!({
+        "name": s.name,
+        "datatype": tensor::oip_datatype(&s.dtype).unwrap_or("BYTES"),
+        "shape": s.shape,
+    })
+}
+
+/// The model metadata response of `m`.
+pub fn metadata(m: &Model) -> JsonValue {
+    json!({
+        "name": m.name,
+        "versions": ["1"],
+        "platform": m.platform,
+        "inputs": m.inputs.iter().map(spec_json).collect::<Vec<_>>(),
+        "outputs": m.outputs.iter().map(spec_json).collect::<Vec<_>>(),
+    })
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PredictRequest {
-    /// A batch of rows, each 64 pixel intensities (0..16 as in the training set).
-    pub rows: Vec<Vec<f32>>,
+struct InferRequest {
+    id: Option<String>,
+    inputs: Vec<InputTensor>,
+    #[serde(default)]
+    outputs: Option<Vec<RequestedOutput>>,
 }
 
-#[derive(Serialize, Deserialize, Debug)]
-pub struct PredictResponse {
-    pub classes: Vec<usize>,
-    pub probabilities: Vec<Vec<f32>>,
+#[derive(Deserialize)]
+struct InputTensor {
+    name: String,
+    shape: Vec<i64>,
+    datatype: String,
+    #[serde(default)]
+    parameters: Option<JsonValue>,
+    #[serde(default)]
+    data: Option<JsonValue>,
 }
 
-#[derive(Serialize)]
-struct ErrorBody {
-    error: String,
+#[derive(Deserialize)]
+struct RequestedOutput {
+    name: String,
 }
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (
-        status,
-        Json(ErrorBody {
-            error: message.into(),
-        }),
-    )
-        .into_response()
-}
-
-/// Checks a request body; the error is what the client is told.
-pub fn validate(body: &[u8]) -> Result<PredictRequest, (StatusCode, String)> {
-    let request: PredictRequest = serde_json::from_slice(body).map_err(|e| {
-        (
-            StatusCode::BAD_REQUEST,
-            format!("malformed JSON: {e} (expected {{\"rows\": [[64 numbers], ...]}})"),
-        )
-    })?;
-    if request.rows.is_empty() {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "empty batch: send at least one row".into(),
-        ));
-    }
-    if request.rows.len() > MAX_BATCH {
-        return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "batch of {} rows is larger than {MAX_BATCH}",
-                request.rows.len()
-            ),
-        ));
-    }
-    if let Some((i, row)) = request
-        .rows
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.len() != FEATURES)
-    {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("row {i} has {} values, expected {FEATURES}", row.len()),
-        ));
-    }
-    if let Some(i) = request
-        .rows
-        .iter()
-        .position(|r| r.iter().any(|x| !x.is_finite()))
-    {
-        return Err((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("row {i} holds a non-finite value"),
-        ));
-    }
-    Ok(request)
-}
-
-async fn predict(State(model): State<Arc<Model>>, body: Bytes) -> Response {
-    let request = match validate(&body) {
-        Ok(r) => r,
-        Err((status, message)) => return error(status, message),
+/// Splits a body into its JSON and, with Triton's binary tensor extension (header
+/// `Inference-Header-Content-Length`), the binary part.
+fn split_body<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(&'a [u8], &'a [u8]), ApiError> {
+    let Some(len) = headers.get("inference-header-content-length") else {
+        return Ok((body, &[]));
     };
-    let result = tokio::task::spawn_blocking(move || model.predict(&request.rows)).await;
+    let len: usize = len
+        .to_str()
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| ApiError::bad("Inference-Header-Content-Length is not a number"))?;
+    if len > body.len() {
+        return Err(ApiError::bad(format!(
+            "Inference-Header-Content-Length {len} is larger than the body ({} bytes)",
+            body.len()
+        )));
+    }
+    Ok(body.split_at(len))
+}
+
+/// The arrays of a request, in the order of the model's inputs.
+fn request_arrays(
+    m: &Model,
+    request: &InferRequest,
+    mut binary: &[u8],
+) -> Result<Vec<NDArray>, ApiError> {
+    let mut arrays: Vec<Option<NDArray>> = (0..m.inputs.len()).map(|_| None).collect();
+    for input in &request.inputs {
+        let index = m
+            .inputs
+            .iter()
+            .position(|s| s.name == input.name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = m.inputs.iter().map(|s| s.name.as_str()).collect();
+                ApiError::bad(format!(
+                    "model '{}' has no input '{}' (inputs: {})",
+                    m.name,
+                    input.name,
+                    names.join(", ")
+                ))
+            })?;
+        let spec = &m.inputs[index];
+        if arrays[index].is_some() {
+            return Err(ApiError::bad(format!("input '{}' given twice", input.name)));
+        }
+        let want = tensor::oip_datatype(&spec.dtype).unwrap_or("BYTES");
+        if input.datatype != want {
+            return Err(ApiError::bad(format!(
+                "input '{}' has datatype {}, the model takes {want}",
+                input.name, input.datatype
+            )));
+        }
+        let fits = input.shape.len() == spec.shape.len()
+            && input
+                .shape
+                .iter()
+                .zip(&spec.shape)
+                .all(|(&d, &s)| d >= 0 && (s < 0 || d == s));
+        if !fits {
+            return Err(ApiError::bad(format!(
+                "input '{}' has shape {:?}, the model takes {:?} (-1: any size)",
+                input.name, input.shape, spec.shape
+            )));
+        }
+        let count = input
+            .shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d as usize))
+            .ok_or_else(|| ApiError::bad(format!("input '{}': shape too large", input.name)))?;
+        let size = tensor::element_size(want).unwrap_or(0);
+        let binary_size = input
+            .parameters
+            .as_ref()
+            .and_then(|p| p.get("binary_data_size"))
+            .map(|v| v.as_u64().map(|n| n as usize));
+        let bytes = match (binary_size, &input.data) {
+            (Some(Some(n)), _) => {
+                if n > binary.len() {
+                    return Err(ApiError::bad(format!(
+                        "input '{}': binary_data_size {n} is past the end of the body",
+                        input.name
+                    )));
+                }
+                let (mine, rest) = binary.split_at(n);
+                binary = rest;
+                mine.to_vec()
+            }
+            (Some(None), _) => {
+                return Err(ApiError::bad(format!(
+                    "input '{}': binary_data_size is not a number",
+                    input.name
+                )))
+            }
+            (None, Some(data)) => tensor::json_to_bytes(data, want)
+                .map_err(|e| ApiError::bad(format!("input '{}': {e}", input.name)))?,
+            (None, None) => {
+                return Err(ApiError::bad(format!("input '{}' has no data", input.name)))
+            }
+        };
+        if Some(bytes.len()) != count.checked_mul(size) {
+            return Err(ApiError::bad(format!(
+                "input '{}' has {} elements of data, its shape {:?} holds {count}",
+                input.name,
+                bytes.len() / size.max(1),
+                input.shape
+            )));
+        }
+        let dtype = DataType::parse(&spec.dtype).map_err(|e| ApiError::bad(e.to_string()))?;
+        let array = NDArray::from_bytes(&bytes, &input.shape, dtype)
+            .map_err(|e| ApiError::bad(e.to_string()))?;
+        arrays[index] = Some(array);
+    }
+    arrays
+        .into_iter()
+        .zip(&m.inputs)
+        .map(|(a, s)| a.ok_or_else(|| ApiError::bad(format!("input '{}' is missing", s.name))))
+        .collect()
+}
+
+async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) -> Response {
+    let result = async {
+        let m = model(&models, &name)?;
+        let (head, binary) = split_body(&headers, &body)?;
+        let request: InferRequest = serde_json::from_slice(head)
+            .map_err(|e| ApiError::bad(format!("malformed inference request: {e}")))?;
+        let wanted: Vec<usize> = match &request.outputs {
+            None => (0..m.outputs.len()).collect(),
+            Some(outs) => outs
+                .iter()
+                .map(|o| {
+                    m.outputs
+                        .iter()
+                        .position(|s| s.name == o.name)
+                        .ok_or_else(|| {
+                            ApiError::bad(format!("model '{name}' has no output '{}'", o.name))
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let arrays = request_arrays(m, &request, binary)?;
+        let models2 = models.clone();
+        let name2 = name.clone();
+        let outputs = tokio::task::spawn_blocking(move || models2[&name2].infer(&arrays))
+            .await
+            .map_err(|e| {
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("inference task: {e}"),
+                )
+            })?
+            .map_err(|e| ApiError::bad(e.to_string()))?;
+        let mut out = Vec::with_capacity(wanted.len());
+        for i in wanted {
+            let (spec, a) = (
+                &m.outputs[i],
+                outputs.get(i).ok_or_else(|| {
+                    ApiError(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the model returned {} outputs", outputs.len()),
+                    )
+                })?,
+            );
+            let datatype = tensor::oip_datatype(&a.dtype().to_string()).unwrap_or("BYTES");
+            let internal = |e: String| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e);
+            let bytes = a.to_bytes().map_err(|e| internal(e.to_string()))?;
+            out.push(json!({
+                "name": spec.name,
+                "datatype": datatype,
+                "shape": a.shape(),
+                "data": tensor::bytes_to_json(&bytes, datatype).map_err(internal)?,
+            }));
+        }
+        let mut response = json!({ "model_name": name, "model_version": "1", "outputs": out });
+        if let Some(id) = request.id {
+            response["id"] = JsonValue::from(id);
+        }
+        Ok::<_, ApiError>(Json(response))
+    }
+    .await;
     match result {
-        Ok(Ok(probs)) => Json(PredictResponse {
-            classes: probs.iter().map(|p| argmax(p)).collect(),
-            probabilities: probs.iter().map(|p| p.to_vec()).collect(),
-        })
-        .into_response(),
-        Ok(Err(e)) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("model error: {e}"),
-        ),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("inference task failed: {e}"),
-        ),
+        Ok(r) => r.into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
-async fn health(State(model): State<Arc<Model>>) -> Response {
-    Json(serde_json::json!({
-        "status": "ok",
-        "model": "digits",
-        "runtime": polyffi::runtime_version().unwrap_or_default(),
-        "executors": model.executors(),
-    }))
-    .into_response()
-}
-
-/// The service's routes over a loaded model.
-pub fn app(model: Arc<Model>) -> Router {
+/// The server's routes over loaded models.
+pub fn app(models: Models) -> Router {
+    let live = || async { Json(json!({ "live": true })) };
+    let ready = || async { Json(json!({ "ready": true })) };
     Router::new()
-        .route("/predict", post(predict))
-        .route("/health", get(health))
-        .with_state(model)
-}
-
-/// Where the model files are by default: this repository's examples/digits/model and the
-/// library directory polyffi was linked against (or POLYFFI_LIB_DIR).
-pub fn default_paths() -> (PathBuf, PathBuf) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lib_dir = std::env::var_os("POLYFFI_LIB_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("POLYFFI_BUILD_LIB_DIR")));
-    (
-        lib_dir.join("libdigits_model.so"),
-        repo.join("examples/digits/model"),
-    )
+        .route("/v2/health/live", get(live))
+        .route("/v2/health/ready", get(ready))
+        .route(
+            "/v2",
+            get(|| async {
+                Json(json!({
+                    "name": "polyffi-serve",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "extensions": ["binary_tensor_data"],
+                }))
+            }),
+        )
+        .route(
+            "/v2/models/{name}",
+            get(
+                |State(ms): State<Models>, Path(name): Path<String>| async move {
+                    model(&ms, &name).map(|m| Json(metadata(m)))
+                },
+            ),
+        )
+        .route(
+            "/v2/models/{name}/versions/{version}",
+            get(
+                |State(ms): State<Models>, Path((name, v)): Path<(String, String)>| async move {
+                    check_version(&v)?;
+                    model(&ms, &name).map(|m| Json(metadata(m)))
+                },
+            ),
+        )
+        .route(
+            "/v2/models/{name}/ready",
+            get(
+                |State(ms): State<Models>, Path(name): Path<String>| async move {
+                    model(&ms, &name).map(|m| Json(json!({ "name": m.name, "ready": true })))
+                },
+            ),
+        )
+        .route(
+            "/v2/models/{name}/versions/{version}/ready",
+            get(
+                |State(ms): State<Models>, Path((name, v)): Path<(String, String)>| async move {
+                    check_version(&v)?;
+                    model(&ms, &name).map(|m| Json(json!({ "name": m.name, "ready": true })))
+                },
+            ),
+        )
+        .route(
+            "/v2/models/{name}/infer",
+            post(
+                |State(ms): State<Models>,
+                 Path(name): Path<String>,
+                 headers: HeaderMap,
+                 body: Bytes| infer(ms, name, headers, body),
+            ),
+        )
+        .route(
+            "/v2/models/{name}/versions/{version}/infer",
+            post(
+                |State(ms): State<Models>,
+                 Path((name, v)): Path<(String, String)>,
+                 headers: HeaderMap,
+                 body: Bytes| async move {
+                    match check_version(&v) {
+                        Ok(()) => infer(ms, name, headers, body).await,
+                        Err(e) => e.into_response(),
+                    }
+                },
+            ),
+        )
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError(StatusCode::NOT_FOUND, format!("no route {}", uri.path()))
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(models)
 }
