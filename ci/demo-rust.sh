@@ -10,9 +10,10 @@ export CARGO_TARGET_DIR="$root/build/cargo" POLYFFI_LIB_DIR="$root/build/lib"
 cargo build --locked -q -p digits-service --manifest-path "$root/bindings/rust/Cargo.toml"
 log=$(mktemp)
 models=$(mktemp -d)
-ln -s "$root/build/lib/libdigits_model.so" "$models/digits_b1.so"
-ln -s "$root/examples/digits/model/graph_b1.json" "$models/digits_b1.json"
-ln -s "$root/examples/digits/model/params.bin" "$models/digits_b1.params"
+mkdir "$models/digits_b1"
+ln -s "$root/build/lib/libdigits_model.so" "$models/digits_b1/"
+ln -s "$root/examples/digits/model/graph_b1.json" "$models/digits_b1/graph.json"
+ln -s "$root/examples/digits/model/params.bin" "$models/digits_b1/params.bin"
 ln -s "$root/tests/tvm_models/tvm027/relax/digits.so" "$models/digits.so"
 "$CARGO_TARGET_DIR/debug/polyffi-serve" "$models" 0 >"$log" 2>/dev/null &
 pid=$!

@@ -1,13 +1,12 @@
 //! The models of a folder, loaded once and shared by every request.
 //!
-//! A model is served under its file's stem:
+//! A model is served under its file's stem (the same folder layout as every polyffi server):
 //! - `NAME.so` exported by TVM 0.18 (`export_library` of a graph executor factory): a
 //!   [`GraphModule`] over the core's graph runner;
 //! - `NAME.so` exported by TVM 0.2x's relax pipeline (a VM executable): a [`VirtualMachine`]
-//!   over the core's VM runner, serving its function `forward` (or `main`);
-//! - `NAME.so` holding only kernels, with `NAME.json` (the graph) and `NAME.params` beside it:
-//!   the three artifacts of a graph export (the repository's digits model);
-//! - a folder `NAME/` holding `factory.so` (the layout of tests/tvm_models/tvm018).
+//!   over the core's VM runner, serving its function `main` (or `forward` when it has none);
+//! - a folder `NAME/` holding `graph.json`, `params.bin` and one kernel library `*.so`: the
+//!   three artifacts of a graph export (the repository's digits model).
 //!
 //! Each model's inputs and outputs (name, dtype, shape, -1 for a dynamic dimension) come from
 //! the runner's `signature` query when the core has it, otherwise from [`derive`].
@@ -49,48 +48,67 @@ fn io_error(path: &Path, e: std::io::Error) -> polyffi::Error {
 }
 
 impl Model {
-    /// Loads the model at `path` (a `.so` or a folder holding `factory.so`) as `name`.
+    /// Loads the model at `path` (a `.so`, or a folder of three artifacts) as `name`.
     pub fn load(name: &str, path: &Path) -> polyffi::Result<Model> {
-        let so = if path.is_dir() {
-            path.join("factory.so")
-        } else {
-            path.to_path_buf()
-        };
-        let lib = Module::load(&so)?;
-        let runner = if lib.get_function("default", true)?.is_some() {
-            Runner::Graph(GraphModule::from_factory(&lib, Device::cpu(0))?)
-        } else if lib.get_function("vm_load_executable", false)?.is_some() {
+        if path.is_dir() {
+            return Model::load_parts(name, path);
+        }
+        let lib = Module::load(path)?;
+        let runner = if lib.get_function("vm_load_executable", false)?.is_some() {
             let vm = VirtualMachine::new(&lib, Device::cpu(0))?;
-            let function = ["forward", "main"]
+            let function = ["main", "forward"]
                 .into_iter()
                 .find(|f| vm.has_function(f).unwrap_or(false))
                 .ok_or_else(|| {
                     polyffi::Error::new(
                         "AttributeError",
-                        "the executable has neither a 'forward' nor a 'main' function",
+                        "the executable has neither a 'main' nor a 'forward' function",
                     )
                 })?
                 .to_string();
             Runner::Vm { vm, function }
+        } else if lib.get_function("default", true)?.is_some() {
+            Runner::Graph(GraphModule::from_factory(&lib, Device::cpu(0))?)
         } else {
-            let graph = so.with_extension("json");
-            let params = so.with_extension("params");
-            if !graph.is_file() || !params.is_file() {
-                return Err(polyffi::Error::new(
-                    "TypeError",
-                    format!(
-                        "{}: neither a TVM graph export, nor a relax executable, nor a kernels \
-                     library with {} and {} beside it",
-                        so.display(),
-                        graph.display(),
-                        params.display()
-                    ),
-                ));
-            }
-            let json = std::fs::read_to_string(&graph).map_err(|e| io_error(&graph, e))?;
-            let blob = std::fs::read(&params).map_err(|e| io_error(&params, e))?;
-            Runner::Graph(GraphModule::from_parts(&json, &lib, &blob, Device::cpu(0))?)
+            return Err(polyffi::Error::new(
+                "TypeError",
+                format!(
+                    "{}: neither a TVM graph export (no 'default') nor a relax executable (no \
+                     'vm_load_executable')",
+                    path.display()
+                ),
+            ));
         };
+        Model::new(name, runner, lib)
+    }
+
+    /// A folder holding graph.json, params.bin and one kernel library.
+    fn load_parts(name: &str, dir: &Path) -> polyffi::Result<Model> {
+        let libs: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| io_error(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "so"))
+            .collect();
+        let (graph, params) = (dir.join("graph.json"), dir.join("params.bin"));
+        if libs.len() != 1 || !graph.is_file() || !params.is_file() {
+            return Err(polyffi::Error::new(
+                "TypeError",
+                format!(
+                    "{}: a model folder holds graph.json, params.bin and one kernel library \
+                     (*.so); found {} libraries",
+                    dir.display(),
+                    libs.len()
+                ),
+            ));
+        }
+        let json = std::fs::read_to_string(&graph).map_err(|e| io_error(&graph, e))?;
+        let blob = std::fs::read(&params).map_err(|e| io_error(&params, e))?;
+        let lib = Module::load(&libs[0])?;
+        let runner = Runner::Graph(GraphModule::from_parts(&json, &lib, &blob, Device::cpu(0))?);
+        Model::new(name, runner, lib)
+    }
+
+    fn new(name: &str, runner: Runner, lib: Module) -> polyffi::Result<Model> {
         let (inputs, outputs) = match &runner {
             Runner::Graph(gm) => graph_signature(gm)?,
             Runner::Vm { vm, function } => vm_signature(vm, &lib, function)?,
@@ -127,7 +145,7 @@ pub fn load_dir(dir: &Path) -> std::io::Result<BTreeMap<String, Model>> {
     for entry in entries {
         let path = entry.path();
         let name = if path.is_dir() {
-            if !path.join("factory.so").is_file() {
+            if !path.join("graph.json").is_file() {
                 continue;
             }
             entry.file_name().to_string_lossy().into_owned()
@@ -207,16 +225,21 @@ fn vm_signature(
     lib: &Module,
     function: &str,
 ) -> polyffi::Result<(Vec<TensorSpec>, Vec<TensorSpec>)> {
-    let inputs = match core_signature(vm.runner(), &[Value::Str(function.into())])? {
-        Some(sig) => sig
-            .inputs
-            .into_iter()
-            .flatten()
-            .map(spec)
-            .collect::<polyffi::Result<Vec<_>>>()?,
-        None => derive::vm_inputs(vm, lib, function)?,
+    let (inputs, outputs) = match core_signature(vm.runner(), &[Value::Str(function.into())])? {
+        Some(sig) => (
+            sig.inputs
+                .into_iter()
+                .flatten()
+                .map(spec)
+                .collect::<polyffi::Result<Vec<_>>>()?,
+            sig.outputs,
+        ),
+        None => (derive::vm_inputs(vm, lib, function)?, None),
     };
-    let outputs = derive::vm_outputs(vm, function, &inputs)?;
+    let outputs = match outputs {
+        Some(outs) => outs.into_iter().map(spec).collect::<polyffi::Result<_>>()?,
+        None => derive::vm_outputs(vm, function, &inputs)?,
+    };
     Ok((inputs, outputs))
 }
 

@@ -49,10 +49,20 @@ fn model_dir() -> PathBuf {
         ("two_outputs.so", relax().join("two_outputs.so")),
         ("mlp_params.so", relax().join("mlp_params.so")),
         ("digits.so", relax().join("digits.so")),
-        ("digits_b1.so", lib_dir.join("libdigits_model.so")),
-        ("digits_b1.json", digits().join("graph_b1.json")),
-        ("digits_b1.params", digits().join("params.bin")),
+        (
+            "digits_b1/libdigits_model.so",
+            lib_dir.join("libdigits_model.so"),
+        ),
+        ("digits_b1/graph.json", digits().join("graph_b1.json")),
+        ("digits_b1/params.bin", digits().join("params.bin")),
+        // not a model: two kernel libraries in one folder
+        ("conv_b16/factory.so", tvm018().join("conv_b16/factory.so")),
+        ("conv_b16/kernels.so", tvm018().join("conv_b16/kernels.so")),
+        ("conv_b16/graph.json", tvm018().join("conv_b16/graph.json")),
+        ("conv_b16/params.bin", tvm018().join("conv_b16/params.bin")),
     ];
+    std::fs::create_dir_all(dir.join("digits_b1")).unwrap();
+    std::fs::create_dir_all(dir.join("conv_b16")).unwrap();
     for (name, target) in links {
         let target =
             std::fs::canonicalize(&target).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
@@ -248,6 +258,7 @@ fn metadata_inference_and_errors() {
     );
     assert_eq!(s.ok("GET", "/v2/models/digits/ready", "")["ready"], true);
     assert_eq!(s.request("GET", "/v2/models/broken", "").0, 404);
+    assert_eq!(s.request("GET", "/v2/models/conv_b16", "").0, 404);
 
     // Inference against what TVM computed.
     let r = s.ok(

@@ -93,7 +93,7 @@ public final class Serve implements AutoCloseable {
       String file = p.getFileName().toString();
       String name;
       if (Files.isDirectory(p)) {
-        if (!Files.isRegularFile(p.resolve("factory.so"))) continue;
+        if (!Files.isRegularFile(p.resolve("graph.json"))) continue;
         name = file;
       } else if (file.endsWith(".so")) {
         name = file.substring(0, file.length() - 3);

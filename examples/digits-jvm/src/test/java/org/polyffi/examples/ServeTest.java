@@ -57,14 +57,20 @@ class ServeTest {
     for (String m : new String[] {"dyn_batch", "two_outputs", "mlp_params", "digits"}) {
       Files.createSymbolicLink(dir.resolve(m + ".so"), RELAX.resolve(m + ".so").toAbsolutePath());
     }
+    Path b1 = Files.createDirectory(dir.resolve("digits_b1"));
     Files.createSymbolicLink(
-        dir.resolve("digits_b1.so"),
+        b1.resolve("libdigits_model.so"),
         Paths.get(System.getProperty("digits.model.lib", "../../build/lib/libdigits_model.so"))
             .toAbsolutePath());
     Files.createSymbolicLink(
-        dir.resolve("digits_b1.json"), DIGITS.resolve("graph_b1.json").toAbsolutePath());
+        b1.resolve("graph.json"), DIGITS.resolve("graph_b1.json").toAbsolutePath());
     Files.createSymbolicLink(
-        dir.resolve("digits_b1.params"), DIGITS.resolve("params.bin").toAbsolutePath());
+        b1.resolve("params.bin"), DIGITS.resolve("params.bin").toAbsolutePath());
+    // not a model: two kernel libraries in one folder
+    Path two = Files.createDirectory(dir.resolve("conv_b16"));
+    for (String f : new String[] {"factory.so", "kernels.so", "graph.json", "params.bin"}) {
+      Files.createSymbolicLink(two.resolve(f), TVM018.resolve("conv_b16/" + f).toAbsolutePath());
+    }
     Files.writeString(dir.resolve("notes.txt"), "not a model");
     Files.writeString(dir.resolve("broken.so"), "not a library either");
     models = Serve.loadDir(dir);
@@ -182,6 +188,8 @@ class ServeTest {
         "[{\"name\":\"data\",\"datatype\":\"FP32\",\"shape\":[-1,64]}]",
         ok(send("GET", "/v2/models/digits", null)).get("inputs").toString());
     assertTrue(ok(send("GET", "/v2/models/digits/ready", null)).get("ready").asBoolean());
+    assertEquals(404, send("GET", "/v2/models/conv_b16", null).statusCode());
+    assertEquals(404, send("GET", "/v2/models/broken", null).statusCode());
   }
 
   @Test

@@ -53,36 +53,51 @@ public final class ServedModel implements AutoCloseable {
   private final VirtualMachine vm;
   private final String function;
 
-  /** Loads path (a .so, or a folder holding factory.so) as name. */
+  /** Loads path (a .so, or a folder of three artifacts) as name. */
   public static ServedModel load(String name, Path path) throws IOException {
-    Path so = Files.isDirectory(path) ? path.resolve("factory.so") : path;
-    org.polyffi.Module lib = org.polyffi.Module.load(so.toString());
+    if (Files.isDirectory(path)) return loadParts(name, path);
+    org.polyffi.Module lib = org.polyffi.Module.load(path.toString());
     try {
-      if (lib.getFunction("default", true) != null) {
-        return new ServedModel(name, lib, GraphModule.fromFactory(lib, Device.cpu()), null);
-      }
       if (lib.getFunction("vm_load_executable", false) != null) {
         return new ServedModel(name, lib, null, new VirtualMachine(lib, Device.cpu()));
       }
-      String stem = so.getFileName().toString().replaceFirst("\\.so$", "");
-      Path graphJson = so.resolveSibling(stem + ".json");
-      Path params = so.resolveSibling(stem + ".params");
-      if (!Files.isRegularFile(graphJson) || !Files.isRegularFile(params)) {
-        throw new FFIException(
-            "TypeError",
-            so
-                + ": neither a TVM graph export, nor a relax executable, nor a kernels library with"
-                + " "
-                + graphJson
-                + " and "
-                + params
-                + " beside it");
+      if (lib.getFunction("default", true) != null) {
+        return new ServedModel(name, lib, GraphModule.fromFactory(lib, Device.cpu()), null);
       }
-      GraphModule g =
-          GraphModule.fromParts(
-              Files.readString(graphJson), lib, Files.readAllBytes(params), Device.cpu());
-      return new ServedModel(name, lib, g, null);
-    } catch (IOException | RuntimeException e) {
+      throw new FFIException(
+          "TypeError",
+          path
+              + ": neither a TVM graph export (no 'default') nor a relax executable (no"
+              + " 'vm_load_executable')");
+    } catch (RuntimeException e) {
+      lib.close();
+      throw e;
+    }
+  }
+
+  /** A folder holding graph.json, params.bin and one kernel library. */
+  private static ServedModel loadParts(String name, Path dir) throws IOException {
+    List<Path> libs;
+    try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+      libs = s.filter(p -> p.getFileName().toString().endsWith(".so")).toList();
+    }
+    Path graphJson = dir.resolve("graph.json");
+    Path params = dir.resolve("params.bin");
+    if (libs.size() != 1 || !Files.isRegularFile(graphJson) || !Files.isRegularFile(params)) {
+      throw new FFIException(
+          "TypeError",
+          dir
+              + ": a model folder holds graph.json, params.bin and one kernel library (*.so); found"
+              + " "
+              + libs.size()
+              + " libraries");
+    }
+    String json = Files.readString(graphJson);
+    byte[] blob = Files.readAllBytes(params);
+    org.polyffi.Module lib = org.polyffi.Module.load(libs.get(0).toString());
+    try {
+      return new ServedModel(name, lib, GraphModule.fromParts(json, lib, blob, Device.cpu()), null);
+    } catch (RuntimeException e) {
       lib.close();
       throw e;
     }
@@ -103,15 +118,15 @@ public final class ServedModel implements AutoCloseable {
         this.outputs = sig[1];
       } else {
         this.function =
-            vm.hasFunction("forward") ? "forward" : vm.hasFunction("main") ? "main" : null;
+            vm.hasFunction("main") ? "main" : vm.hasFunction("forward") ? "forward" : null;
         if (function == null) {
           throw new FFIException(
-              "AttributeError", "the executable has neither a 'forward' nor a 'main' function");
+              "AttributeError", "the executable has neither a 'main' nor a 'forward' function");
         }
         this.platform = "tvm_relax_vm";
         List<Spec>[] sig = coreSignature(vm.runner().getFunction("signature", false), function);
         this.inputs = sig != null ? sig[0] : vmInputs(vm, lib, function);
-        this.outputs = vmOutputs(vm, function, inputs);
+        this.outputs = sig != null && sig[1] != null ? sig[1] : vmOutputs(vm, function, inputs);
       }
     } catch (RuntimeException | IOException e) {
       if (graph != null) graph.close();
@@ -169,9 +184,12 @@ public final class ServedModel implements AutoCloseable {
     }
     List<Spec> in = new ArrayList<>();
     for (JsonNode s : sig.get("inputs")) in.add(spec(s));
-    List<Spec> out = new ArrayList<>();
+    List<Spec> out = null; // null: the core does not know them
     JsonNode outs = sig.get("outputs");
-    if (outs != null && outs.isArray()) for (JsonNode s : outs) out.add(spec(s));
+    if (outs != null && outs.isArray()) {
+      out = new ArrayList<>();
+      for (JsonNode s : outs) out.add(spec(s));
+    }
     return new List[] {in, out};
   }
 
