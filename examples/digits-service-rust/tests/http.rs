@@ -387,14 +387,40 @@ fn metadata_inference_and_errors() {
         .error(400, "POST", conv, "{\"inputs\": [")
         .starts_with("malformed inference request"));
     assert!(s.error(400, "POST", conv, "{}").contains("inputs"));
+    // A shape the model does not take: the binding's typed error.
+    let e = s.error(
+        400,
+        "POST",
+        conv,
+        &infer_body(vec![input(
+            "data",
+            "FP32",
+            &[1, 3, 16, 8],
+            json!(vec![0.5; 384]),
+        )]),
+    );
+    assert!(e.starts_with("ValueError: ") && e.contains("expects [1, 3, 16, 16]"), "{e}");
+    let e = s.error(
+        400,
+        "POST",
+        "/v2/models/two_outputs/infer",
+        &infer_body(vec![
+            input("a", "FP32", &[1, 9], json!(vec![0.5; 9])),
+            input("b", "FP32", &[1, 9], json!(vec![0.5; 9])),
+        ]),
+    );
+    assert!(
+        e.split(':').next().unwrap().ends_with("Error") && e.contains("match_cast"),
+        "{e}"
+    );
     assert_eq!(
         s.error(
             400,
             "POST",
             conv,
-            &infer_body(vec![input("data", "FP32", &[1, 3, 16], json!([]))])
+            &infer_body(vec![input("data", "FP32", &[1, -3], json!([]))])
         ),
-        "input 'data' has shape [1, 3, 16], the model takes [1, 3, 16, 16] (-1: any size)"
+        "input 'data' has shape [1, -3]: a dimension is negative"
     );
     assert_eq!(
         s.error(

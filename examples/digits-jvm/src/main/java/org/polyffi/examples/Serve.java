@@ -302,28 +302,23 @@ public final class Serve implements AutoCloseable {
     if (!datatype.equals(want)) {
       throw bad("input '" + name + "' has datatype " + datatype + ", the model takes " + want);
     }
+    // Only what JSON cannot say is checked here: a shape that fits the model's (rank and static
+    // sizes) is the model's own check, whose typed error the client gets.
     JsonNode shapeNode = input.get("shape");
     long[] shape = null;
-    if (shapeNode != null && shapeNode.isArray() && shapeNode.size() == spec.shape.length) {
-      shape = new long[spec.shape.length];
+    if (shapeNode != null && shapeNode.isArray()) {
+      shape = new long[shapeNode.size()];
       for (int d = 0; d < shape.length; d++) {
         JsonNode x = shapeNode.get(d);
-        shape[d] = x.isIntegralNumber() ? x.asLong() : -2;
-        if (shape[d] < 0 || (spec.shape[d] >= 0 && shape[d] != spec.shape[d])) {
+        shape[d] = x.isIntegralNumber() ? x.asLong() : -1;
+        if (shape[d] < 0) {
           shape = null;
           break;
         }
       }
     }
     if (shape == null) {
-      throw bad(
-          "input '"
-              + name
-              + "' has shape "
-              + shapeNode
-              + ", the model takes "
-              + Arrays.toString(spec.shape)
-              + " (-1: any size)");
+      throw bad("input '" + name + "' has shape " + shapeNode + ": not a list of sizes >= 0");
     }
     long count = 1;
     for (long d : shape) count = Math.multiplyExact(count, d);

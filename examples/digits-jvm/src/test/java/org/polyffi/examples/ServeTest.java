@@ -338,14 +338,34 @@ class ServeTest {
     assertTrue(
         error(400, send("POST", conv, "{\"inputs\": [")).startsWith("malformed inference request"));
     assertTrue(error(400, send("POST", conv, "{}")).contains("\"inputs\""));
+    // A shape the model does not take: the binding's typed error.
+    ArrayNode half = JSON.createArrayNode();
+    for (int i = 0; i < 384; i++) half.add(0.5);
+    String e =
+        error(
+            400,
+            send("POST", conv, request(input("data", "FP32", new long[] {1, 3, 16, 8}, half))));
+    assertTrue(e.startsWith("ValueError: ") && e.contains("expects [1, 3, 16, 16]"), e);
+    ArrayNode nine = JSON.createArrayNode();
+    for (int i = 0; i < 9; i++) nine.add(0.5);
+    e =
+        error(
+            400,
+            send(
+                "POST",
+                "/v2/models/two_outputs/infer",
+                request(
+                    input("a", "FP32", new long[] {1, 9}, nine),
+                    input("b", "FP32", new long[] {1, 9}, nine))));
+    assertTrue(e.split(":")[0].endsWith("Error") && e.contains("match_cast"), e);
     assertEquals(
-        "input 'data' has shape [1,3,16], the model takes [1, 3, 16, 16] (-1: any size)",
+        "input 'data' has shape [1,-3]: not a list of sizes >= 0",
         error(
             400,
             send(
                 "POST",
                 conv,
-                request(input("data", "FP32", new long[] {1, 3, 16}, JSON.createArrayNode())))));
+                request(input("data", "FP32", new long[] {1, -3}, JSON.createArrayNode())))));
     assertEquals(
         "input 'data' has datatype INT64, the model takes FP32",
         error(
