@@ -40,16 +40,21 @@ for step in "${steps[@]}"; do
       command -v wrk >/dev/null || { echo "wrk missing: apt-get install wrk"; exit 1; }
       "${mvn_q[@]}" -f "$root/examples/digits-jvm/pom.xml" package -DskipTests >/dev/null
       port=18431
+      models=$(mktemp -d)
+      mkdir "$models/digits_b1"
+      ln -s "$root/build/lib/libdigits_model.so" "$models/digits_b1/"
+      ln -s "$root/examples/digits/model/graph_b1.json" "$models/digits_b1/graph.json"
+      ln -s "$root/examples/digits/model/params.bin" "$models/digits_b1/params.bin"
       java -cp "$root/examples/digits-jvm/target/digits-jvm.jar:$root/examples/digits-jvm/target/lib/*" \
-        org.polyffi.examples.digits.DigitsApp --port $port --threads 8 \
-        --model-dir "$root/examples/digits/model" --lib "$root/build/lib/libdigits_model.so" &
+        org.polyffi.examples.Serve "$models" $port &
       app=$!
-      trap 'kill $app 2>/dev/null || true' EXIT
-      for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
-      wrk -t2 -c16 -d5s -s "$here/wrk/predict.lua" "http://127.0.0.1:$port/predict" >/dev/null  # warm-up
-      echo "== digits-jvm under wrk: 2 threads, 16 connections, 20 s, one digit per request"
-      wrk -t2 -c16 -d20s -s "$here/wrk/predict.lua" "http://127.0.0.1:$port/predict"
-      kill $app; wait $app 2>/dev/null || true; trap - EXIT ;;
+      trap 'kill $app 2>/dev/null || true; rm -rf "$models"' EXIT
+      for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/v2/health/ready" >/dev/null && break; sleep 0.2; done
+      url="http://127.0.0.1:$port/v2/models/digits_b1/infer"
+      wrk -t2 -c16 -d5s -s "$here/wrk/predict.lua" "$url" >/dev/null  # warm-up
+      echo "== digits-jvm's Open Inference Protocol server under wrk: 2 threads, 16 connections, 20 s, one digit per request"
+      wrk -t2 -c16 -d20s -s "$here/wrk/predict.lua" "$url"
+      kill $app; wait $app 2>/dev/null || true; rm -rf "$models"; trap - EXIT ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -1,9 +1,11 @@
--- wrk script: POST /predict with one held-out digit (64 features) per request.
+-- wrk script: POST /v2/models/digits_b1/infer (Open Inference Protocol) with one digit (64
+-- features) per request.
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 local row = {}
 for i = 1, 64 do row[i] = string.format("%.1f", (i * 7) % 17) end
-wrk.body = '{"inputs": [[' .. table.concat(row, ",") .. ']]}'
+wrk.body = '{"inputs": [{"name": "data", "datatype": "FP32", "shape": [1, 64], "data": ['
+  .. table.concat(row, ",") .. ']}]}'
 
 done = function(summary, latency, requests)
   io.write(string.format("requests/s: %.0f\n", summary.requests / (summary.duration / 1e6)))
