@@ -399,7 +399,10 @@ fn metadata_inference_and_errors() {
             json!(vec![0.5; 384]),
         )]),
     );
-    assert!(e.starts_with("ValueError: ") && e.contains("expects [1, 3, 16, 16]"), "{e}");
+    assert!(
+        e.starts_with("ValueError: ") && e.contains("expects [1, 3, 16, 16]"),
+        "{e}"
+    );
     let e = s.error(
         400,
         "POST",
