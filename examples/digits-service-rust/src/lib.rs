@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use polyffi::{DataType, NDArray};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as JsonValue};
 
 pub use models::{load_dir, Model, TensorSpec};
@@ -90,6 +90,23 @@ pub fn metadata(m: &Model) -> JsonValue {
         "inputs": m.inputs.iter().map(spec_json).collect::<Vec<_>>(),
         "outputs": m.outputs.iter().map(spec_json).collect::<Vec<_>>(),
     })
+}
+
+#[derive(Serialize)]
+struct InferResponse {
+    model_name: String,
+    model_version: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    outputs: Vec<OutputTensor>,
+}
+
+#[derive(Serialize)]
+struct OutputTensor {
+    name: String,
+    datatype: &'static str,
+    shape: Vec<i64>,
+    data: tensor::Data,
 }
 
 #[derive(Deserialize)]
@@ -277,17 +294,19 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             let datatype = tensor::oip_datatype(&a.dtype().to_string()).unwrap_or("BYTES");
             let internal = |e: String| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e);
             let bytes = a.to_bytes().map_err(|e| internal(e.to_string()))?;
-            out.push(json!({
-                "name": spec.name,
-                "datatype": datatype,
-                "shape": a.shape(),
-                "data": tensor::bytes_to_json(&bytes, datatype).map_err(internal)?,
-            }));
+            out.push(OutputTensor {
+                name: spec.name.clone(),
+                datatype,
+                shape: a.shape().to_vec(),
+                data: tensor::bytes_to_data(&bytes, datatype).map_err(internal)?,
+            });
         }
-        let mut response = json!({ "model_name": name, "model_version": "1", "outputs": out });
-        if let Some(id) = request.id {
-            response["id"] = JsonValue::from(id);
-        }
+        let response = InferResponse {
+            model_name: name,
+            model_version: "1",
+            id: request.id,
+            outputs: out,
+        };
         Ok::<_, ApiError>(Json(response))
     }
     .await;

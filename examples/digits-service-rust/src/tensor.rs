@@ -1,5 +1,6 @@
 //! Tensors of the Open Inference Protocol: datatype names, and the JSON `data` of a tensor
 //! (row-major, flat or nested) to and from the bytes of an array.
+use serde::Serialize;
 use serde_json::Value as Json;
 
 /// The protocol's datatype for a runtime dtype (`float32` -> `FP32`), if it has one.
@@ -79,35 +80,43 @@ pub fn json_to_bytes(data: &Json, datatype: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// The elements of little-endian `bytes` of `datatype` as JSON values (flat).
-pub fn bytes_to_json(bytes: &[u8], datatype: &str) -> Result<Vec<Json>, String> {
+/// A tensor's elements as the response writes them: FP32 as f32, so each is written as the
+/// shortest text that reads back as the same f32 (not as the f64 it widens to).
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Data {
+    Bool(Vec<bool>),
+    Int(Vec<i64>),
+    UInt(Vec<u64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// The elements of little-endian `bytes` of `datatype` (flat). NaN and infinities are written as
+/// null: JSON has no number for them.
+pub fn bytes_to_data(bytes: &[u8], datatype: &str) -> Result<Data, String> {
     let size = element_size(datatype)
         .filter(|_| datatype != "FP16" && datatype != "BF16")
         .ok_or_else(|| format!("datatype {datatype} is not supported in JSON data"))?;
-    Ok(bytes
-        .chunks_exact(size)
-        .map(|b| {
-            macro_rules! le {
-                ($t:ty) => {
-                    <$t>::from_le_bytes(b.try_into().unwrap())
-                };
-            }
-            match datatype {
-                "BOOL" => Json::from(b[0] != 0),
-                "UINT8" => Json::from(b[0]),
-                "UINT16" => Json::from(le!(u16)),
-                "UINT32" => Json::from(le!(u32)),
-                "UINT64" => Json::from(le!(u64)),
-                "INT8" => Json::from(b[0] as i8),
-                "INT16" => Json::from(le!(i16)),
-                "INT32" => Json::from(le!(i32)),
-                "INT64" => Json::from(le!(i64)),
-                // NaN and infinities have no JSON number: null, as serde_json writes them.
-                "FP32" => Json::from(le!(f32) as f64),
-                _ => Json::from(le!(f64)),
-            }
-        })
-        .collect())
+    let chunks = bytes.chunks_exact(size);
+    macro_rules! le {
+        ($t:ty) => {
+            chunks.map(|b| <$t>::from_le_bytes(b.try_into().unwrap()))
+        };
+    }
+    Ok(match datatype {
+        "BOOL" => Data::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        "UINT8" => Data::UInt(bytes.iter().map(|&b| b as u64).collect()),
+        "UINT16" => Data::UInt(le!(u16).map(u64::from).collect()),
+        "UINT32" => Data::UInt(le!(u32).map(u64::from).collect()),
+        "UINT64" => Data::UInt(le!(u64).collect()),
+        "INT8" => Data::Int(bytes.iter().map(|&b| b as i8 as i64).collect()),
+        "INT16" => Data::Int(le!(i16).map(i64::from).collect()),
+        "INT32" => Data::Int(le!(i32).map(i64::from).collect()),
+        "INT64" => Data::Int(le!(i64).collect()),
+        "FP32" => Data::F32(le!(f32).collect()),
+        _ => Data::F64(le!(f64).collect()),
+    })
 }
 
 #[cfg(test)]
@@ -120,9 +129,12 @@ mod tests {
         let b = json_to_bytes(&json!([[1.5, -2], [3, 4]]), "FP32").unwrap();
         assert_eq!(b.len(), 16);
         assert_eq!(
-            bytes_to_json(&b, "FP32").unwrap(),
-            vec![json!(1.5), json!(-2.0), json!(3.0), json!(4.0)]
+            bytes_to_data(&b, "FP32").unwrap(),
+            Data::F32(vec![1.5, -2.0, 3.0, 4.0])
         );
+        let tenth = json_to_bytes(&json!([0.1]), "FP32").unwrap();
+        let text = serde_json::to_string(&bytes_to_data(&tenth, "FP32").unwrap()).unwrap();
+        assert_eq!(text, "[0.1]");
         let b = json_to_bytes(&json!([-1, 127]), "INT8").unwrap();
         assert_eq!(b, vec![255, 127]);
         assert_eq!(
@@ -135,9 +147,12 @@ mod tests {
         assert!(json_to_bytes(&json!([1]), "BYTES").is_err());
         let big = json_to_bytes(&json!([u64::MAX]), "UINT64").unwrap();
         assert_eq!(
-            bytes_to_json(&big, "UINT64").unwrap(),
-            vec![json!(u64::MAX)]
+            bytes_to_data(&big, "UINT64").unwrap(),
+            Data::UInt(vec![u64::MAX])
         );
+        let nan = f32::NAN.to_le_bytes();
+        let text = serde_json::to_string(&bytes_to_data(&nan, "FP32").unwrap()).unwrap();
+        assert_eq!(text, "[null]");
         assert_eq!(oip_datatype("float32"), Some("FP32"));
         assert_eq!(oip_datatype("handle"), None);
     }
