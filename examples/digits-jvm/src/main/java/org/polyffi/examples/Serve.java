@@ -50,6 +50,9 @@ import org.polyffi.examples.serve.Tensors;
 public final class Serve implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
 
+  /** Largest request body accepted. */
+  static final int MAX_BODY = 256 << 20;
+
   /** A request that failed: its status and message. */
   static final class ApiError extends Exception {
     final int status;
@@ -197,7 +200,10 @@ public final class Serve implements AutoCloseable {
   private JsonNode infer(ServedModel m, HttpExchange ex) throws IOException, ApiError {
     byte[] body;
     try (InputStream in = ex.getRequestBody()) {
-      body = in.readAllBytes();
+      body = in.readNBytes(MAX_BODY + 1);
+    }
+    if (body.length > MAX_BODY) {
+      throw new ApiError(413, "the request is larger than " + MAX_BODY + " bytes");
     }
     // Triton's binary tensor extension: the JSON first, then the tensors' bytes.
     int headLen = body.length;
@@ -321,7 +327,11 @@ public final class Serve implements AutoCloseable {
       throw bad("input '" + name + "' has shape " + shapeNode + ": not a list of sizes >= 0");
     }
     long count = 1;
-    for (long d : shape) count = Math.multiplyExact(count, d);
+    try {
+      for (long d : shape) count = Math.multiplyExact(count, d);
+    } catch (ArithmeticException e) {
+      throw bad("input '" + name + "' has shape " + shapeNode + ": too many elements");
+    }
     byte[] bytes;
     JsonNode binarySize = input.path("parameters").get("binary_data_size");
     if (binarySize != null) {

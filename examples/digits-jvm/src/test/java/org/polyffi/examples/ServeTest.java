@@ -422,6 +422,19 @@ class ServeTest {
                         "FP32",
                         new long[] {1, 8},
                         floats(RELAX.resolve("two_outputs/b1_input_a.bin")))))));
+    assertEquals(
+        "input 'data' has shape [4294967296,4294967296]: too many elements",
+        error(
+            400,
+            send(
+                "POST",
+                conv,
+                request(
+                    input(
+                        "data",
+                        "FP32",
+                        new long[] {1L << 32, 1L << 32},
+                        JSON.createArrayNode())))));
     assertEquals("unknown model 'nope'", error(404, send("POST", "/v2/models/nope/infer", "{}")));
     assertEquals("unknown model 'nope'", error(404, send("GET", "/v2/models/nope", null)));
     assertEquals(404, send("GET", "/v2/models/conv_b1/versions/2", null).statusCode());
