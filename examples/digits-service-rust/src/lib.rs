@@ -197,7 +197,12 @@ fn request_arrays(
             .shape
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(d as usize))
-            .ok_or_else(|| ApiError::bad(format!("input '{}': shape too large", input.name)))?;
+            .ok_or_else(|| {
+                ApiError::bad(format!(
+                    "input '{}' has shape {:?}: too many elements",
+                    input.name, input.shape
+                ))
+            })?;
         let size = tensor::element_size(want).unwrap_or(0);
         let binary_size = input
             .parameters

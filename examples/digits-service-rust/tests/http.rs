@@ -425,6 +425,16 @@ fn metadata_inference_and_errors() {
         ),
         "input 'data' has shape [1, -3]: a dimension is negative"
     );
+    let huge = 1i64 << 40;
+    assert_eq!(
+        s.error(
+            400,
+            "POST",
+            conv,
+            &infer_body(vec![input("data", "FP32", &[huge, huge], json!([]))])
+        ),
+        format!("input 'data' has shape [{huge}, {huge}]: too many elements")
+    );
     assert_eq!(
         s.error(
             400,
