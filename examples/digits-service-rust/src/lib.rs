@@ -8,7 +8,7 @@
 //! | `GET /v2` | server metadata |
 //! | `GET /v2/models/{name}` | model metadata: inputs and outputs (name, datatype, shape, -1 dynamic) |
 //! | `GET /v2/models/{name}/ready` | 200 for a loaded model |
-//! | `POST /v2/models/{name}/infer` | JSON tensors in and out (Triton's binary tensors in too) |
+//! | `POST /v2/models/{name}/infer` | JSON tensors in and out, or Triton's binary tensors |
 //!
 //! (`/v2/models/{name}/versions/1/...` as well.) Errors are `{"error": "..."}`: 404 for an
 //! unknown model, 400 for a bad request, with the binding's typed error text (`ValueError:
@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -106,12 +106,18 @@ struct OutputTensor {
     name: String,
     datatype: &'static str,
     shape: Vec<i64>,
-    data: tensor::Data,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<tensor::Data>,
+    /// `{"binary_data_size": n}` for an output sent as binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parameters: Option<JsonValue>,
 }
 
 #[derive(Deserialize)]
 struct InferRequest {
     id: Option<String>,
+    #[serde(default)]
+    parameters: Option<JsonValue>,
     inputs: Vec<InputTensor>,
     #[serde(default)]
     outputs: Option<Vec<RequestedOutput>>,
@@ -131,6 +137,8 @@ struct InputTensor {
 #[derive(Deserialize)]
 struct RequestedOutput {
     name: String,
+    #[serde(default)]
+    parameters: Option<JsonValue>,
 }
 
 /// Splits a body into its JSON and, with Triton's binary tensor extension (header
@@ -246,6 +254,12 @@ fn request_arrays(
             .map_err(|e| ApiError::bad(e.to_string()))?;
         arrays[index] = Some(array);
     }
+    if !binary.is_empty() {
+        return Err(ApiError::bad(format!(
+            "{} bytes of binary data that no input claims",
+            binary.len()
+        )));
+    }
     arrays
         .into_iter()
         .zip(&m.inputs)
@@ -259,19 +273,29 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
         let (head, binary) = split_body(&headers, &body)?;
         let request: InferRequest = serde_json::from_slice(head)
             .map_err(|e| ApiError::bad(format!("malformed inference request: {e}")))?;
-        let wanted: Vec<usize> = match &request.outputs {
-            None => (0..m.outputs.len()).collect(),
+        // Triton's binary tensor extension: an output is sent as binary when it asks for it
+        // ({"parameters": {"binary_data": true}}) or the request does ("binary_data_output").
+        let flag = |p: &Option<JsonValue>, key: &str| {
+            p.as_ref()
+                .and_then(|p| p.get(key))
+                .and_then(JsonValue::as_bool)
+        };
+        let all_binary = flag(&request.parameters, "binary_data_output").unwrap_or(false);
+        let wanted: Vec<(usize, bool)> = match &request.outputs {
+            None => (0..m.outputs.len()).map(|i| (i, all_binary)).collect(),
             Some(outs) => outs
                 .iter()
                 .map(|o| {
-                    m.outputs
+                    let i = m
+                        .outputs
                         .iter()
                         .position(|s| s.name == o.name)
                         .ok_or_else(|| {
                             ApiError::bad(format!("model '{name}' has no output '{}'", o.name))
-                        })
+                        })?;
+                    Ok((i, flag(&o.parameters, "binary_data").unwrap_or(all_binary)))
                 })
-                .collect::<Result<_, _>>()?,
+                .collect::<Result<_, ApiError>>()?,
         };
         let arrays = request_arrays(m, &request, binary)?;
         let models2 = models.clone();
@@ -286,7 +310,8 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             })?
             .map_err(|e| ApiError::bad(e.to_string()))?;
         let mut out = Vec::with_capacity(wanted.len());
-        for i in wanted {
+        let mut blob = Vec::new();
+        for (i, binary) in wanted {
             let (spec, a) = (
                 &m.outputs[i],
                 outputs.get(i).ok_or_else(|| {
@@ -299,11 +324,20 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             let datatype = tensor::oip_datatype(&a.dtype().to_string()).unwrap_or("BYTES");
             let internal = |e: String| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e);
             let bytes = a.to_bytes().map_err(|e| internal(e.to_string()))?;
+            let (data, parameters) = if binary {
+                let p = json!({ "binary_data_size": bytes.len() });
+                blob.extend_from_slice(&bytes);
+                (None, Some(p))
+            } else {
+                let data = tensor::bytes_to_data(&bytes, datatype).map_err(internal)?;
+                (Some(data), None)
+            };
             out.push(OutputTensor {
                 name: spec.name.clone(),
                 datatype,
                 shape: a.shape().to_vec(),
-                data: tensor::bytes_to_data(&bytes, datatype).map_err(internal)?,
+                data,
+                parameters,
             });
         }
         let response = InferResponse {
@@ -312,7 +346,26 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             id: request.id,
             outputs: out,
         };
-        Ok::<_, ApiError>(Json(response))
+        if blob.is_empty() {
+            return Ok(Json(response).into_response());
+        }
+        let mut body = serde_json::to_vec(&response)
+            .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let head = body.len();
+        body.extend_from_slice(&blob);
+        Ok::<_, ApiError>(
+            (
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                    (
+                        header::HeaderName::from_static("inference-header-content-length"),
+                        head.to_string(),
+                    ),
+                ],
+                body,
+            )
+                .into_response(),
+        )
     }
     .await;
     match result {

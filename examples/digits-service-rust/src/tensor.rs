@@ -72,7 +72,13 @@ pub fn json_to_bytes(data: &Json, datatype: &str) -> Result<Vec<u8>, String> {
             "INT16" => int!(i16),
             "INT32" => int!(i32),
             "INT64" => int!(i64),
-            "FP32" => out.extend_from_slice(&(v.as_f64().ok_or_else(bad)? as f32).to_le_bytes()),
+            "FP32" => {
+                let x = v.as_f64().ok_or_else(bad)? as f32;
+                if !x.is_finite() {
+                    return Err(format!("data[{i}] = {v} is out of the range of FP32"));
+                }
+                out.extend_from_slice(&x.to_le_bytes())
+            }
             "FP64" => out.extend_from_slice(&v.as_f64().ok_or_else(bad)?.to_le_bytes()),
             _ => unreachable!("sized above"),
         }
@@ -142,6 +148,10 @@ mod tests {
             "data[1] = 128 is not a valid INT8 value"
         );
         assert!(json_to_bytes(&json!([1.5]), "INT64").is_err());
+        assert_eq!(
+            json_to_bytes(&json!([1e39]), "FP32").unwrap_err(),
+            "data[0] = 1e+39 is out of the range of FP32"
+        );
         assert!(json_to_bytes(&json!(["a"]), "FP32").is_err());
         assert!(json_to_bytes(&json!([true]), "BOOL").is_ok());
         assert!(json_to_bytes(&json!([1]), "BYTES").is_err());

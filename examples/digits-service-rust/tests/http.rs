@@ -97,6 +97,18 @@ impl Server {
 
     /// One request on a fresh connection; returns (status, body).
     fn raw(&self, method: &str, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
+        let (status, _, body) = self.raw_bytes(method, path, headers, body);
+        (status, String::from_utf8(body).unwrap())
+    }
+
+    /// One request on a fresh connection; returns (status, response head, body bytes).
+    fn raw_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &str,
+        body: &[u8],
+    ) -> (u16, String, Vec<u8>) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
         write!(
             s,
@@ -107,19 +119,24 @@ impl Server {
         )
         .unwrap();
         s.write_all(body).unwrap();
-        let mut response = String::new();
-        s.read_to_string(&mut response).unwrap();
-        let (head, rest) = response.split_once("\r\n\r\n").expect("HTTP response");
+        let mut response = Vec::new();
+        s.read_to_end(&mut response).unwrap();
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("HTTP response");
+        let head = String::from_utf8(response[..split].to_vec()).unwrap();
+        let rest = &response[split + 4..];
         let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
         let body = if head
             .to_ascii_lowercase()
             .contains("transfer-encoding: chunked")
         {
-            dechunk(rest)
+            dechunk(std::str::from_utf8(rest).unwrap()).into_bytes()
         } else {
-            rest.to_string()
+            rest.to_vec()
         };
-        (status, body)
+        (status, head, body)
     }
 
     fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
@@ -379,6 +396,60 @@ fn metadata_inference_and_errors() {
         &f32s(&tvm018().join("conv_b1/output_0.bin")),
         &r["outputs"][0]["data"],
         1e-5,
+    );
+
+    // Binary outputs, asked for by the output or by the request.
+    let want = f32s(&tvm018().join("conv_b1/output_0.bin"));
+    for params in [
+        json!({"outputs": [{"name": "output_0", "parameters": {"binary_data": true}}]}),
+        json!({"parameters": {"binary_data_output": true}}),
+    ] {
+        let mut request = params.clone();
+        request["inputs"] = json!([input(
+            "data",
+            "FP32",
+            &[1, 3, 16, 16],
+            json!(f32s(&tvm018().join("conv_b1/input_data.bin")))
+        )]);
+        let (status, head, body) = s.raw_bytes(
+            "POST",
+            "/v2/models/conv_b1/infer",
+            "Content-Type: application/json\r\n",
+            request.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{params}");
+        let n: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("inference-header-content-length: ")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .expect("Inference-Header-Content-Length");
+        let json: Value = serde_json::from_slice(&body[..n]).unwrap();
+        assert_eq!(json["outputs"][0]["parameters"]["binary_data_size"], 40);
+        assert!(json["outputs"][0].get("data").is_none());
+        let got: Vec<f32> = body[n..]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5));
+    }
+    // Bytes no input claims.
+    let mut body = head.clone().into_bytes();
+    body.extend_from_slice(&data);
+    body.extend_from_slice(&[0; 4]);
+    let (status, text) = s.raw(
+        "POST",
+        "/v2/models/conv_b1/infer",
+        &format!("Inference-Header-Content-Length: {}\r\n", head.len()),
+        &body,
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("4 bytes of binary data that no input claims"),
+        "{text}"
     );
 
     // Bad requests: 4xx with a message saying what is wrong.
