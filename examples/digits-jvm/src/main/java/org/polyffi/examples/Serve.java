@@ -50,6 +50,9 @@ import org.polyffi.examples.serve.Tensors;
 public final class Serve implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
 
+  /** The exchange attribute holding the binary outputs of a response. */
+  static final String BINARY = "polyffi.binary";
+
   /** Largest request body accepted. */
   static final int MAX_BODY = 256 << 20;
 
@@ -126,7 +129,21 @@ public final class Serve implements AutoCloseable {
   private void handle(HttpExchange ex) throws IOException {
     try {
       JsonNode body = route(ex);
-      reply(ex, 200, body);
+      byte[] blob = (byte[]) ex.getAttribute(BINARY);
+      if (blob == null) {
+        reply(ex, 200, body);
+      } else {
+        // Triton's binary tensor extension: the JSON, then the outputs' bytes.
+        byte[] head = JSON.writeValueAsBytes(body);
+        ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
+        ex.getResponseHeaders()
+            .set("Inference-Header-Content-Length", Integer.toString(head.length));
+        ex.sendResponseHeaders(200, head.length + (long) blob.length);
+        try (OutputStream out = ex.getResponseBody()) {
+          out.write(head);
+          out.write(blob);
+        }
+      }
     } catch (ApiError e) {
       reply(ex, e.status, JSON.createObjectNode().put("error", e.getMessage()));
     } catch (RuntimeException | Error e) {
@@ -232,10 +249,17 @@ public final class Serve implements AutoCloseable {
     if (request == null || !request.isObject()) throw bad("the request is not a JSON object");
     JsonNode inputs = request.get("inputs");
     if (inputs == null || !inputs.isArray()) throw bad("the request has no \"inputs\" array");
+    // Triton's binary tensor extension: an output is sent as binary when it asks for it
+    // ({"parameters": {"binary_data": true}}) or the request does ("binary_data_output").
+    boolean allBinary = request.path("parameters").path("binary_data_output").asBoolean(false);
     List<Integer> wanted = new ArrayList<>();
+    List<Boolean> binary = new ArrayList<>();
     JsonNode outs = request.get("outputs");
     if (outs == null || outs.isNull()) {
-      for (int i = 0; i < m.outputs.size(); i++) wanted.add(i);
+      for (int i = 0; i < m.outputs.size(); i++) {
+        wanted.add(i);
+        binary.add(allBinary);
+      }
     } else {
       if (!outs.isArray()) throw bad("\"outputs\" is not an array");
       for (JsonNode o : outs) {
@@ -243,6 +267,7 @@ public final class Serve implements AutoCloseable {
         int i = indexOf(m.outputs, name);
         if (i < 0) throw bad("model '" + m.name + "' has no output '" + name + "'");
         wanted.add(i);
+        binary.add(o.path("parameters").path("binary_data").asBoolean(allBinary));
       }
     }
     NDArray[] arrays = new NDArray[m.inputs.size()];
@@ -250,6 +275,9 @@ public final class Serve implements AutoCloseable {
     try {
       int offset = headLen;
       for (JsonNode input : inputs) offset = readInput(m, input, body, offset, arrays);
+      if (offset != body.length) {
+        throw bad((body.length - offset) + " bytes of binary data that no input claims");
+      }
       for (int i = 0; i < arrays.length; i++) {
         if (arrays[i] == null) throw bad("input '" + m.inputs.get(i).name + "' is missing");
       }
@@ -263,15 +291,27 @@ public final class Serve implements AutoCloseable {
       JsonNode id = request.get("id");
       if (id != null && id.isTextual()) response.put("id", id.asText());
       ArrayNode out = response.putArray("outputs");
-      for (int i : wanted) {
+      java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
+      for (int k = 0; k < wanted.size(); k++) {
+        int i = wanted.get(k);
         NDArray a = results.get(i);
         String datatype = Tensors.datatype(a.dtype().toString());
         ObjectNode o = out.addObject().put("name", m.outputs.get(i).name);
         o.put("datatype", datatype);
         ArrayNode shape = o.putArray("shape");
         for (long d : a.shape()) shape.add(d);
-        o.set("data", Tensors.toJson(a.asByteBuffer(), datatype == null ? "" : datatype));
+        ByteBuffer bytes = a.asByteBuffer();
+        if (binary.get(k)) {
+          // The array's memory is little-endian (x86-64, aarch64), as the protocol's bytes are.
+          byte[] raw = new byte[bytes.remaining()];
+          bytes.get(raw);
+          blob.write(raw);
+          o.putObject("parameters").put("binary_data_size", raw.length);
+        } else {
+          o.set("data", Tensors.toJson(bytes, datatype == null ? "" : datatype));
+        }
       }
+      if (blob.size() > 0) ex.setAttribute(BINARY, blob.toByteArray());
       return response;
     } finally {
       for (NDArray a : arrays) if (a != null) a.close();

@@ -283,27 +283,64 @@ class ServeTest {
   }
 
   @Test
-  void binaryTensorsIn() throws Exception {
+  void binaryTensors() throws Exception {
     byte[] data = Files.readAllBytes(TVM018.resolve("conv_b1/input_data.bin"));
+    String url = "http://127.0.0.1:" + serve.port() + "/v2/models/conv_b1/infer";
+    for (String extra :
+        new String[] {
+          "", // JSON out
+          ",\"outputs\":[{\"name\":\"output_0\",\"parameters\":{\"binary_data\":true}}]",
+          ",\"parameters\":{\"binary_data_output\":true}"
+        }) {
+      String head =
+          "{\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\",\"shape\":[1,3,16,16],"
+              + "\"parameters\":{\"binary_data_size\":"
+              + data.length
+              + "}}]"
+              + extra
+              + "}";
+      ByteArrayOutputStream body = new ByteArrayOutputStream();
+      byte[] h = head.getBytes(StandardCharsets.UTF_8);
+      body.write(h);
+      body.write(data);
+      HttpRequest req =
+          HttpRequest.newBuilder(URI.create(url))
+              .header("Inference-Header-Content-Length", Integer.toString(h.length))
+              .POST(HttpRequest.BodyPublishers.ofByteArray(body.toByteArray()))
+              .build();
+      HttpResponse<byte[]> r = http.send(req, HttpResponse.BodyHandlers.ofByteArray());
+      assertEquals(200, r.statusCode(), extra);
+      JsonNode want = floats(TVM018.resolve("conv_b1/output_0.bin"));
+      if (extra.isEmpty()) {
+        assertClose(want, JSON.readTree(r.body()).get("outputs").get(0).get("data"), 1e-5);
+        continue;
+      }
+      int n = Integer.parseInt(r.headers().firstValue("Inference-Header-Content-Length").get());
+      JsonNode json = JSON.readTree(r.body(), 0, n);
+      assertEquals(
+          40, json.get("outputs").get(0).get("parameters").get("binary_data_size").asInt());
+      assertNull(json.get("outputs").get(0).get("data"));
+      ByteBuffer out = ByteBuffer.wrap(r.body(), n, 40).order(ByteOrder.LITTLE_ENDIAN);
+      for (int i = 0; i < 10; i++) assertEquals(want.get(i).asDouble(), out.getFloat(), 1e-5);
+    }
+    // bytes no input claims
     String head =
         "{\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\",\"shape\":[1,3,16,16],"
             + "\"parameters\":{\"binary_data_size\":"
             + data.length
             + "}}]}";
-    ByteArrayOutputStream body = new ByteArrayOutputStream();
     byte[] h = head.getBytes(StandardCharsets.UTF_8);
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
     body.write(h);
     body.write(data);
+    body.write(new byte[4]);
     HttpRequest req =
-        HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + serve.port() + "/v2/models/conv_b1/infer"))
+        HttpRequest.newBuilder(URI.create(url))
             .header("Inference-Header-Content-Length", Integer.toString(h.length))
-            .header("Content-Type", "application/octet-stream")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body.toByteArray()))
             .build();
-    JsonNode r = ok(http.send(req, HttpResponse.BodyHandlers.ofString()));
-    assertClose(
-        floats(TVM018.resolve("conv_b1/output_0.bin")), r.get("outputs").get(0).get("data"), 1e-5);
+    HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
+    assertEquals("4 bytes of binary data that no input claims", error(400, r));
   }
 
   @Test
@@ -435,6 +472,15 @@ class ServeTest {
                         "FP32",
                         new long[] {1L << 32, 1L << 32},
                         JSON.createArrayNode())))));
+    assertEquals(
+        "input 'data': data[0] = 1.0E39 is out of the range of FP32",
+        error(
+            400,
+            send(
+                "POST",
+                conv,
+                request(
+                    input("data", "FP32", new long[] {1, 1}, JSON.createArrayNode().add(1e39))))));
     assertEquals("unknown model 'nope'", error(404, send("POST", "/v2/models/nope/infer", "{}")));
     assertEquals("unknown model 'nope'", error(404, send("GET", "/v2/models/nope", null)));
     assertEquals(404, send("GET", "/v2/models/conv_b1/versions/2", null).statusCode());

@@ -91,6 +91,11 @@ public final class Tensors {
         "data[" + i + "] = " + v + " is not a valid " + datatype + " value");
   }
 
+  private static IllegalArgumentException outOfRange(JsonNode v, int i, String datatype) {
+    return new IllegalArgumentException(
+        "data[" + i + "] = " + v + " is out of the range of " + datatype);
+  }
+
   /** The little-endian bytes of data as datatype; IllegalArgumentException naming a bad element. */
   public static byte[] toBytes(JsonNode data, String datatype) {
     int size = elementSize(datatype);
@@ -137,10 +142,13 @@ public final class Tensors {
           break;
         case "FP32":
           if (!v.isNumber()) throw bad(v, i, datatype);
-          b.putFloat((float) v.doubleValue());
+          float f = (float) v.doubleValue();
+          if (Float.isInfinite(f)) throw outOfRange(v, i, datatype);
+          b.putFloat(f);
           break;
         default: // FP64
           if (!v.isNumber()) throw bad(v, i, datatype);
+          if (Double.isInfinite(v.doubleValue())) throw outOfRange(v, i, datatype);
           b.putDouble(v.doubleValue());
           break;
       }
