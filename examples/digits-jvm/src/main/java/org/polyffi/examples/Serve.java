@@ -50,8 +50,12 @@ import org.polyffi.examples.serve.Tensors;
 public final class Serve implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
 
-  /** The exchange attribute holding the binary outputs of a response. */
-  static final String BINARY = "polyffi.binary";
+  /** A response: its JSON and, with Triton's binary tensor extension, the outputs' bytes. */
+  record Reply(JsonNode json, byte[] blob) {
+    Reply(JsonNode json) {
+      this(json, null);
+    }
+  }
 
   /** Largest request body accepted. */
   static final int MAX_BODY = 256 << 20;
@@ -128,8 +132,9 @@ public final class Serve implements AutoCloseable {
 
   private void handle(HttpExchange ex) throws IOException {
     try {
-      JsonNode body = route(ex);
-      byte[] blob = (byte[]) ex.getAttribute(BINARY);
+      Reply r = route(ex);
+      JsonNode body = r.json();
+      byte[] blob = r.blob();
       if (blob == null) {
         reply(ex, 200, body);
       } else {
@@ -153,7 +158,7 @@ public final class Serve implements AutoCloseable {
     }
   }
 
-  private JsonNode route(HttpExchange ex) throws IOException, ApiError {
+  private Reply route(HttpExchange ex) throws IOException, ApiError {
     String method = ex.getRequestMethod();
     String path = ex.getRequestURI().getPath();
     List<String> parts = new ArrayList<>(Arrays.asList(path.replaceAll("/+$", "").split("/")));
@@ -169,19 +174,20 @@ public final class Serve implements AutoCloseable {
     String route = String.join("/", parts);
     boolean get = method.equals("GET");
     if (get && (route.equals("v2/health/live") || route.equals("v2/health/ready"))) {
-      return JSON.createObjectNode().put(route.endsWith("live") ? "live" : "ready", true);
+      return new Reply(
+          JSON.createObjectNode().put(route.endsWith("live") ? "live" : "ready", true));
     }
     if (get && route.equals("v2")) {
       ObjectNode m = JSON.createObjectNode().put("name", "polyffi-serve").put("version", "0.1.0");
       m.putArray("extensions").add("binary_tensor_data");
-      return m;
+      return new Reply(m);
     }
     if (parts.size() >= 3 && parts.get(0).equals("v2") && parts.get(1).equals("models")) {
       ServedModel m = models.get(parts.get(2));
       if (m == null) throw new ApiError(404, "unknown model '" + parts.get(2) + "'");
-      if (get && parts.size() == 3) return metadata(m);
+      if (get && parts.size() == 3) return new Reply(metadata(m));
       if (get && parts.size() == 4 && parts.get(3).equals("ready")) {
-        return JSON.createObjectNode().put("name", m.name).put("ready", true);
+        return new Reply(JSON.createObjectNode().put("name", m.name).put("ready", true));
       }
       if (method.equals("POST") && parts.size() == 4 && parts.get(3).equals("infer")) {
         return infer(m, ex);
@@ -214,7 +220,7 @@ public final class Serve implements AutoCloseable {
     return new ApiError(400, message);
   }
 
-  private JsonNode infer(ServedModel m, HttpExchange ex) throws IOException, ApiError {
+  private Reply infer(ServedModel m, HttpExchange ex) throws IOException, ApiError {
     byte[] body;
     try (InputStream in = ex.getRequestBody()) {
       body = in.readNBytes(MAX_BODY + 1);
@@ -311,8 +317,7 @@ public final class Serve implements AutoCloseable {
           o.set("data", Tensors.toJson(bytes, datatype == null ? "" : datatype));
         }
       }
-      if (blob.size() > 0) ex.setAttribute(BINARY, blob.toByteArray());
-      return response;
+      return new Reply(response, blob.size() > 0 ? blob.toByteArray() : null);
     } finally {
       for (NDArray a : arrays) if (a != null) a.close();
       for (NDArray a : results) a.close();

@@ -288,9 +288,9 @@ class ServeTest {
     String url = "http://127.0.0.1:" + serve.port() + "/v2/models/conv_b1/infer";
     for (String extra :
         new String[] {
-          "", // JSON out
           ",\"outputs\":[{\"name\":\"output_0\",\"parameters\":{\"binary_data\":true}}]",
-          ",\"parameters\":{\"binary_data_output\":true}"
+          ",\"parameters\":{\"binary_data_output\":true}",
+          "" // JSON out, after binary ones: nothing of theirs carries over
         }) {
       String head =
           "{\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\",\"shape\":[1,3,16,16],"
