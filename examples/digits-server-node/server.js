@@ -184,11 +184,13 @@ function toTypedArray(t, spec) {
     const ok = dtype === 'bool' ? typeof v === 'boolean' || v === 0 || v === 1
       : dtype.startsWith('float') ? typeof v === 'number'
         : Number.isInteger(v);
-    if (!ok) {
+    if (ok) out[i] = big ? BigInt(v) : Number(v);
+    // An integer the TypedArray wrapped (300 in an INT8) is out of the datatype's range.
+    const kept = dtype.startsWith('float') || dtype === 'bool' || out[i] === (big ? BigInt(v) : v);
+    if (!ok || !kept) {
       throw new HttpError(400, `input '${spec.name}': data[${i}] = ${JSON.stringify(v)} is not ` +
-        `${t.datatype}`);
+        `${t.datatype}${ok ? ' (out of its range)' : ''}`);
     }
-    out[i] = big ? BigInt(v) : Number(v);
   }
   return [out, dtype];
 }

@@ -159,6 +159,27 @@ def _tensor(doc: Any, what: str) -> Dict[str, Any]:
     return doc
 
 
+def _elements(name: str, data: Any, datatype: str, dtype: str) -> np.ndarray:
+    """A request's data as a flat array of dtype; 400 unless every element is of datatype."""
+    try:
+        given = np.asarray(data)
+    except (TypeError, ValueError) as e:  # ragged nesting
+        raise RequestError(400, f"input '{name}': data is not a {datatype} tensor: {e}") from e
+    kind = given.dtype.kind if given.size else "i"
+    target = np.dtype(dtype)
+    if target.kind == "b":
+        ok = kind == "b" or (kind in "iu" and bool(np.isin(given, (0, 1)).all()))
+    elif target.kind == "f":
+        ok = kind in "iuf"
+    else:
+        ok = kind in "iu" and (not given.size or (
+            int(given.min()) >= np.iinfo(target).min and int(given.max()) <= np.iinfo(target).max))
+    if not ok:
+        raise RequestError(400, f"input '{name}': data holds {given.dtype} values, not {datatype} "
+                                "(or values out of its range)")
+    return given.astype(target).reshape(-1)
+
+
 def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
     """The request's input tensors as numpy arrays, in the model's input order."""
     given = body.get("inputs")
@@ -188,10 +209,7 @@ def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
         if want is not None and want != dtype:
             raise RequestError(400, f"input '{spec['name']}': datatype {datatype} but the model "
                                     f"takes {OIP_OF_DTYPE.get(want, want)}")
-        try:
-            flat = np.asarray(t["data"], dtype=dtype).reshape(-1)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise RequestError(400, f"input '{spec['name']}': data is not {datatype}: {e}") from e
+        flat = _elements(spec["name"], t["data"], datatype, dtype)
         count = math.prod(t["shape"])
         if flat.size != count:
             raise RequestError(400, f"input '{spec['name']}': shape {t['shape']} holds {count} "

@@ -209,6 +209,14 @@ def body_for(name: str, shape, datatype: str, data) -> bytes:
                                    "data": data}]}).encode()
 
 
+def multi_io_body(idx_value) -> bytes:
+    """tvm018_multi_io's three inputs, with idx[0] replaced by idx_value."""
+    return json.dumps({"inputs": [
+        {"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [0.5] * 8},
+        {"name": "idx", "shape": [1, 8], "datatype": "INT32", "data": [idx_value] + [1] * 7},
+        {"name": "z", "shape": [1, 4], "datatype": "FP64", "data": [0.25] * 4}]}).encode()
+
+
 BAD = [
     ("bad JSON", "relax_digits", b'{"inputs": [', 400, ""),
     ("not an object", "relax_digits", b"[1, 2, 3]", 400, ""),
@@ -232,6 +240,9 @@ BAD = [
      json.dumps({"inputs": [{"name": "data", "shape": [1, 64], "datatype": "FP32",
                              "data": [0.5] * 64}],
                  "outputs": [{"name": "logits"}]}).encode(), 400, "logits"),
+    ("a float for an INT32 input", "tvm018_multi_io", multi_io_body(1.5), 400, "idx"),
+    ("an INT32 out of range", "tvm018_multi_io", multi_io_body(2 ** 40), 400, "idx"),
+    ("a number given as a string", "tvm018_multi_io", multi_io_body("7"), 400, "idx"),
     ("unknown model", "no_such_model", body_for("data", [1, 64], "FP32", [0.5] * 64), 404,
      "no_such_model"),
 ]
