@@ -12,8 +12,9 @@
 #           with aiohttp; POLYFFI_PYTHON overrides the interpreter)
 #   node    examples/digits-server-node/server.js MODEL_DIR PORT (the addon of bindings/node)
 #   rust    examples/digits-service-rust, binary polyffi-serve:
-#           cargo run --release --bin polyffi-serve -- MODEL_DIR PORT (the built binary when
-#           target/release/polyffi-serve is newer than the sources)
+#           cargo run --release --bin polyffi-serve -- MODEL_DIR PORT (CARGO_TARGET_DIR defaults
+#           to build/cargo, as in ci/test-rust.sh; its built binary runs at once when it is newer
+#           than the sources)
 #   java    examples/digits-jvm, main class org.polyffi.examples.Serve:
 #           mvn -q exec:java -Dexec.mainClass=org.polyffi.examples.Serve -Dexec.args="MODEL_DIR PORT"
 # The server replaces this shell (exec), so killing this script's pid stops the server.
@@ -24,6 +25,7 @@ if [ $# -ne 3 ]; then
   exit 2
 fi
 lang=$1
+[ -d "$2" ] || { echo "ci/serve.sh: MODEL_DIR '$2' is not a directory" >&2; exit 2; }
 dir=$(cd "$2" && pwd)
 port=$3
 case "$port" in
@@ -48,14 +50,21 @@ case "$lang" in
     exec node "$root/examples/digits-server-node/server.js" "$dir" "$port"
     ;;
   rust)
+    # The example is a member of bindings/rust's workspace; one target dir for everything Rust,
+    # as ci/test-rust.sh has it, so a binary it built is reused.
     cd "$root/examples/digits-service-rust"
-    bin=target/release/polyffi-serve
-    if [ -x "$bin" ] && [ -z "$(find src Cargo.toml -newer "$bin" -print -quit)" ]; then
+    command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/build/cargo}
+    bin=$CARGO_TARGET_DIR/release/polyffi-serve
+    if [ -x "$bin" ] && [ -z "$(find src Cargo.toml "$root/bindings/rust" -name target -prune \
+        -o -newer "$bin" -type f -print -quit)" ]; then
       exec "$bin" "$dir" "$port"
     fi
     exec cargo run -q --release --bin polyffi-serve -- "$dir" "$port"
     ;;
   java)
+    # shellcheck source=ci/java-env.sh
+    . "$root/ci/java-env.sh"
     cd "$root/examples/digits-jvm"
     exec mvn -q exec:java -Dexec.mainClass=org.polyffi.examples.Serve \
       -Dexec.args="$dir $port"
