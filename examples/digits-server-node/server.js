@@ -185,8 +185,10 @@ function toTypedArray(t, spec) {
       : dtype.startsWith('float') ? typeof v === 'number'
         : Number.isInteger(v);
     if (ok) out[i] = big ? BigInt(v) : Number(v);
-    // An integer the TypedArray wrapped (300 in an INT8) is out of the datatype's range.
-    const kept = dtype.startsWith('float') || dtype === 'bool' || out[i] === (big ? BigInt(v) : v);
+    // An integer the TypedArray wrapped (300 in an INT8), or a float that overflowed (1e39 in an
+    // FP32), is out of the datatype's range.
+    const kept = dtype === 'bool' || (dtype.startsWith('float') ? Number.isFinite(out[i])
+      : out[i] === (big ? BigInt(v) : v));
     if (!ok || !kept) {
       throw new HttpError(400, `input '${spec.name}': data[${i}] = ${JSON.stringify(v)} is not ` +
         `${t.datatype}${ok ? ' (out of its range)' : ''}`);

@@ -177,7 +177,11 @@ def _elements(name: str, data: Any, datatype: str, dtype: str) -> np.ndarray:
     if not ok:
         raise RequestError(400, f"input '{name}': data holds {given.dtype} values, not {datatype} "
                                 "(or values out of its range)")
-    return given.astype(target).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        flat = given.astype(target).reshape(-1)
+    if target.kind == "f" and not np.isfinite(flat).all():  # JSON numbers are finite: overflow
+        raise RequestError(400, f"input '{name}': data holds values out of {datatype}'s range")
+    return flat
 
 
 def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
@@ -238,8 +242,12 @@ def build_response(model: Model, body: Dict[str, Any], results: List[Any]) -> Di
     for i in chosen:
         a = results[i].numpy()
         dtype = str(a.dtype)
+        data = a.reshape(-1).tolist()
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            # JSON has no NaN or infinity: null, as JavaScript's JSON.stringify writes them.
+            data = [v if math.isfinite(v) else None for v in data]
         outputs.append({"name": names[i], "datatype": OIP_OF_DTYPE.get(dtype, dtype),
-                        "shape": list(a.shape), "data": a.reshape(-1).tolist()})
+                        "shape": list(a.shape), "data": data})
     doc: Dict[str, Any] = {"model_name": model.name, "model_version": "1", "outputs": outputs}
     if "id" in body:
         doc["id"] = body["id"]

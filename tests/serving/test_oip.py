@@ -243,6 +243,8 @@ BAD = [
     ("a float for an INT32 input", "tvm018_multi_io", multi_io_body(1.5), 400, "idx"),
     ("an INT32 out of range", "tvm018_multi_io", multi_io_body(2 ** 40), 400, "idx"),
     ("a number given as a string", "tvm018_multi_io", multi_io_body("7"), 400, "idx"),
+    ("an FP32 out of range", "relax_digits", body_for("data", [1, 64], "FP32", [1e39] * 64), 400,
+     "range"),
     ("unknown model", "no_such_model", body_for("data", [1, 64], "FP32", [0.5] * 64), 404,
      "no_such_model"),
 ]
