@@ -12,6 +12,7 @@
 // Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/NAME (metadata),
 // GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors: {"error": "..."}
 // with 400 (the binding's typed error, "ValueError: ...") or 404 (unknown model or route).
+// Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
 // Models run with inferAsync / invokeAsync on the libuv pool over the core's stateless model
 // runners, so concurrent requests share one loaded model and the event loop keeps answering.
 const fs = require('node:fs');
@@ -160,8 +161,9 @@ function readBody(req) {
   });
 }
 
-// One request tensor as a TypedArray of the model's dtype, checked against its own shape.
-function toTypedArray(t, spec) {
+// One request tensor as a TypedArray of the model's dtype, checked against its own shape; `raw`
+// is its bytes from the binary part of the request, if it came that way.
+function toTypedArray(t, spec, raw) {
   const entry = DATATYPES[t.datatype];
   if (!entry) {
     throw new HttpError(400, `input '${spec.name}': unsupported datatype ${JSON.stringify(t.datatype)}`);
@@ -171,8 +173,17 @@ function toTypedArray(t, spec) {
     throw new HttpError(400, `input '${spec.name}': datatype ${t.datatype} but the model takes ` +
       `${OIP_OF_DTYPE[spec.dtype] || spec.dtype}`);
   }
-  const data = Array.isArray(t.data) ? t.data.flat(Infinity) : [t.data];
   const count = t.shape.reduce((a, b) => a * b, 1);
+  if (raw !== undefined) {
+    if (raw.length !== count * Ctor.BYTES_PER_ELEMENT) {
+      throw new HttpError(400, `input '${spec.name}': shape [${t.shape}] of ${t.datatype} needs ` +
+        `${count * Ctor.BYTES_PER_ELEMENT} bytes but binary_data_size is ${raw.length}`);
+    }
+    const out = new Ctor(count);
+    new Uint8Array(out.buffer).set(raw);
+    return [out, dtype];
+  }
+  const data = Array.isArray(t.data) ? t.data.flat(Infinity) : [t.data];
   if (data.length !== count) {
     throw new HttpError(400, `input '${spec.name}': shape [${t.shape}] holds ${count} elements ` +
       `but data has ${data.length}`);
@@ -197,15 +208,33 @@ function toTypedArray(t, spec) {
   return [out, dtype];
 }
 
-function parseInputs(model, body) {
+// The request's inputs as NDArrays in the model's order. `blob`: the binary part of a request of
+// the binary tensor data extension (each input with a binary_data_size, in the order of inputs).
+function parseInputs(model, body, blob) {
   if (!Array.isArray(body.inputs)) throw new HttpError(400, "the request has no 'inputs' list");
   const byName = new Map();
+  const binary = new Map();
+  let offset = 0;
   body.inputs.forEach((t, i) => {
     if (t === null || typeof t !== 'object' || Array.isArray(t)) {
       throw new HttpError(400, `inputs[${i}]: expected an object with name, shape, datatype, data`);
     }
-    for (const key of ['name', 'shape', 'datatype', 'data']) {
+    for (const key of ['name', 'shape', 'datatype']) {
       if (!(key in t)) throw new HttpError(400, `inputs[${i}]: missing '${key}'`);
+    }
+    const params = t.parameters ?? {};
+    const size = params.binary_data_size;
+    if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
+      throw new HttpError(400, `inputs[${i}]: binary_data_size must be an integer >= 0`);
+    }
+    if (size === undefined && !('data' in t)) throw new HttpError(400, `inputs[${i}]: missing 'data'`);
+    if (size !== undefined) {
+      if (offset + size > blob.length) {
+        throw new HttpError(400, `input '${t.name}': binary_data_size ${size} runs past the ` +
+          `${blob.length} bytes of binary data`);
+      }
+      binary.set(t.name, blob.subarray(offset, offset + size));
+      offset += size;
     }
     if (typeof t.name !== 'string') throw new HttpError(400, `inputs[${i}]: 'name' must be a string`);
     if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
@@ -214,6 +243,10 @@ function parseInputs(model, body) {
     if (byName.has(t.name)) throw new HttpError(400, `input '${t.name}' given twice`);
     byName.set(t.name, t);
   });
+  if (offset !== blob.length) {
+    throw new HttpError(400, `the request has ${blob.length - offset} bytes of binary data that ` +
+      'no input claims');
+  }
   const known = model.inputs.map((t) => t.name);
   const unknown = [...byName.keys()].filter((n) => !known.includes(n)).sort();
   if (unknown.length) {
@@ -223,15 +256,25 @@ function parseInputs(model, body) {
   return model.inputs.map((spec) => {
     const t = byName.get(spec.name);
     if (!t) throw new HttpError(400, `missing input '${spec.name}'`);
-    const [data, dtype] = toTypedArray(t, spec);
+    const [data, dtype] = toTypedArray(t, spec, binary.get(spec.name));
     return ffi.nd.array(data, t.shape, dtype);
   });
 }
 
+// Whether an output goes in the binary part: its own binary_data, else the request's
+// binary_data_output (what tritonclient sends when it names no outputs).
+function wantsBinary(body, requested) {
+  const own = requested && requested.parameters;
+  if (own && typeof own === 'object' && 'binary_data' in own) return own.binary_data === true;
+  return Boolean(body.parameters && body.parameters.binary_data_output === true);
+}
+
+// The response document, and the bytes of the outputs that go in the binary part.
 function buildResponse(model, body, results) {
   const names = results.map((_, i) =>
     (model.outputs && model.outputs[i] ? model.outputs[i].name : `output_${i}`));
   let chosen = results.map((_, i) => i);
+  let requested = chosen.map(() => null);
   if (body.outputs !== undefined) {
     if (!Array.isArray(body.outputs) ||
       !body.outputs.every((o) => o && typeof o === 'object' && typeof o.name === 'string')) {
@@ -245,17 +288,25 @@ function buildResponse(model, body, results) {
       }
       return i;
     });
+    requested = body.outputs;
   }
-  const outputs = chosen.map((i) => {
+  const blobs = [];
+  const outputs = chosen.map((i, k) => {
     const a = results[i];
     const dtype = a.dtype;
+    if (wantsBinary(body, requested[k])) {
+      const raw = a.toBuffer();
+      blobs.push(raw);
+      return { name: names[i], datatype: OIP_OF_DTYPE[dtype] || dtype, shape: a.shape,
+        parameters: { binary_data_size: raw.length } };
+    }
     let data = Array.from(a.toTypedArray(), (v) => (typeof v === 'bigint' ? Number(v) : v));
     if (dtype === 'bool') data = data.map((v) => v !== 0);
     return { name: names[i], datatype: OIP_OF_DTYPE[dtype] || dtype, shape: a.shape, data };
   });
   const doc = { model_name: model.name, model_version: '1', outputs };
   if (body.id !== undefined) doc.id = body.id;
-  return doc;
+  return { doc, blobs };
 }
 
 function send(res, status, doc) {
@@ -266,13 +317,20 @@ function send(res, status, doc) {
 }
 
 async function infer(model, req) {
-  if (req.headers['inference-header-content-length'] !== undefined) {
-    throw new HttpError(400, 'the binary tensor data extension is not supported: send JSON ' +
-      'tensors (tritonclient: binary_data=False)');
+  let raw = await readBody(req);
+  let blob = Buffer.alloc(0);
+  const header = req.headers['inference-header-content-length'];
+  if (header !== undefined) { // the binary tensor data extension: JSON, then the tensors' bytes
+    if (!/^\d+$/.test(header) || Number(header) > raw.length) {
+      throw new HttpError(400, `Inference-Header-Content-Length ${JSON.stringify(header)} is not ` +
+        `a length within the ${raw.length}-byte body`);
+    }
+    blob = raw.subarray(Number(header));
+    raw = raw.subarray(0, Number(header));
   }
   let body;
   try {
-    body = JSON.parse((await readBody(req)).toString('utf8'));
+    body = JSON.parse(raw.toString('utf8'));
   } catch (e) {
     if (e instanceof HttpError) throw e;
     throw new HttpError(400, `the body is not JSON: ${e.message}`);
@@ -280,7 +338,7 @@ async function infer(model, req) {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new HttpError(400, 'the body must be a JSON object');
   }
-  const arrays = parseInputs(model, body);
+  const arrays = parseInputs(model, body, blob);
   let results;
   try {
     results = await model.run(arrays);
@@ -329,7 +387,13 @@ function createServer(models) {
           return send(res, 200, { name: model.name, ready: true });
         }
         if (req.method === 'POST' && parts.length === 5 && parts[4] === 'infer') {
-          return send(res, 200, await infer(model, req));
+          const { doc, blobs } = await infer(model, req);
+          if (blobs.length === 0) return send(res, 200, doc);
+          const head = Buffer.from(JSON.stringify(doc));
+          const all = Buffer.concat([head, ...blobs]);
+          res.writeHead(200, { 'content-type': 'application/octet-stream',
+            'inference-header-content-length': head.length, 'content-length': all.length });
+          return res.end(all);
         }
       }
       throw new HttpError(404, `no route ${req.method} ${url}`);

@@ -13,8 +13,9 @@ Serves every model in MODEL_DIR under its file's stem (docs/serving.md, "The mod
 Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/NAME (metadata),
 GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors are
 {"error": "..."} with 400 (the binding's typed error, e.g. "ValueError: ...") or 404 (unknown
-model). Models run on a thread pool: the binding releases the GIL and the core's model runners
-are stateless, so requests run concurrently on one loaded model and /v2/health stays responsive.
+model). Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
+Models run on a thread pool: the binding releases the GIL and the core's model runners are
+stateless, so requests run concurrently on one loaded model and /v2/health stays responsive.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from aiohttp import web
@@ -147,9 +148,17 @@ def load_models(model_dir: Path) -> Dict[str, Model]:
 def _tensor(doc: Any, what: str) -> Dict[str, Any]:
     if not isinstance(doc, dict):
         raise RequestError(400, f"{what}: expected an object with name, shape, datatype, data")
-    for key in ("name", "shape", "datatype", "data"):
+    for key in ("name", "shape", "datatype"):
         if key not in doc:
             raise RequestError(400, f"{what}: missing '{key}'")
+    params = doc.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise RequestError(400, f"{what}: 'parameters' must be an object")
+    size = params.get("binary_data_size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise RequestError(400, f"{what}: binary_data_size must be an integer >= 0")
+    if size is None and "data" not in doc:
+        raise RequestError(400, f"{what}: missing 'data'")
     if not isinstance(doc["name"], str):
         raise RequestError(400, f"{what}: 'name' must be a string")
     shape = doc["shape"]
@@ -184,17 +193,33 @@ def _elements(name: str, data: Any, datatype: str, dtype: str) -> np.ndarray:
     return flat
 
 
-def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
-    """The request's input tensors as numpy arrays, in the model's input order."""
+def parse_inputs(model: Model, body: Dict[str, Any], blob: bytes = b"") -> List[np.ndarray]:
+    """The request's input tensors as numpy arrays, in the model's input order.
+
+    blob: the binary part of a request of the binary tensor data extension, which holds, in the
+    order of `inputs`, the bytes of each input that has a `binary_data_size` parameter.
+    """
     given = body.get("inputs")
     if not isinstance(given, list):
         raise RequestError(400, "the request has no 'inputs' list")
     by_name: Dict[str, Dict[str, Any]] = {}
+    binary: Dict[str, bytes] = {}
+    offset = 0
     for i, doc in enumerate(given):
         t = _tensor(doc, f"inputs[{i}]")
         if t["name"] in by_name:
             raise RequestError(400, f"input '{t['name']}' given twice")
         by_name[t["name"]] = t
+        size = (t.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            if offset + size > len(blob):
+                raise RequestError(400, f"input '{t['name']}': binary_data_size {size} runs past "
+                                        f"the {len(blob)} bytes of binary data")
+            binary[t["name"]] = blob[offset:offset + size]
+            offset += size
+    if offset != len(blob):
+        raise RequestError(400, f"the request has {len(blob) - offset} bytes of binary data that "
+                                "no input claims")
     known = [t["name"] for t in model.inputs]
     unknown = sorted(set(by_name) - set(known))
     if unknown:
@@ -213,8 +238,17 @@ def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
         if want is not None and want != dtype:
             raise RequestError(400, f"input '{spec['name']}': datatype {datatype} but the model "
                                     f"takes {OIP_OF_DTYPE.get(want, want)}")
-        flat = _elements(spec["name"], t["data"], datatype, dtype)
         count = math.prod(t["shape"])
+        if spec["name"] in binary:
+            raw = binary[spec["name"]]
+            item = np.dtype(dtype).itemsize
+            if len(raw) != count * item:
+                raise RequestError(400, f"input '{spec['name']}': shape {t['shape']} of {datatype} "
+                                        f"needs {count * item} bytes but binary_data_size is "
+                                        f"{len(raw)}")
+            flat = np.frombuffer(raw, dtype="uint8" if dtype == "bool" else dtype).astype(dtype)
+        else:
+            flat = _elements(spec["name"], t["data"], datatype, dtype)
         if flat.size != count:
             raise RequestError(400, f"input '{spec['name']}': shape {t['shape']} holds {count} "
                                     f"elements but data has {flat.size}")
@@ -222,12 +256,25 @@ def parse_inputs(model: Model, body: Dict[str, Any]) -> List[np.ndarray]:
     return arrays
 
 
-def build_response(model: Model, body: Dict[str, Any], results: List[Any]) -> Dict[str, Any]:
+def _wants_binary(body: Dict[str, Any], output: Optional[Dict[str, Any]]) -> bool:
+    """Whether an output goes in the binary part: its own binary_data, else the request's
+    binary_data_output (what tritonclient sends when it names no outputs)."""
+    params = (output or {}).get("parameters") or {}
+    if isinstance(params, dict) and "binary_data" in params:
+        return params["binary_data"] is True
+    top = body.get("parameters") or {}
+    return isinstance(top, dict) and top.get("binary_data_output") is True
+
+
+def build_response(model: Model, body: Dict[str, Any],
+                   results: List[Any]) -> Tuple[Dict[str, Any], List[bytes]]:
+    """The response document, and the binary parts of the outputs that asked for them."""
     names = [f"output_{i}" for i in range(len(results))]
     if model.outputs:
         names = [t["name"] for t in model.outputs] + names[len(model.outputs):]
     wanted = body.get("outputs")
     chosen = list(range(len(results)))
+    requested: List[Optional[Dict[str, Any]]] = [None] * len(results)
     if wanted is not None:
         if not isinstance(wanted, list) or not all(
                 isinstance(o, dict) and isinstance(o.get("name"), str) for o in wanted):
@@ -238,10 +285,20 @@ def build_response(model: Model, body: Dict[str, Any], results: List[Any]) -> Di
                 raise RequestError(400, f"model '{model.name}' has no output named "
                                         f"'{o['name']}' (outputs: {names})")
             chosen.append(names.index(o["name"]))
+        requested = list(wanted)
+    else:
+        requested = [None] * len(chosen)
     outputs = []
-    for i in chosen:
+    blobs: List[bytes] = []
+    for i, req in zip(chosen, requested):
         a = results[i].numpy()
         dtype = str(a.dtype)
+        if _wants_binary(body, req):
+            raw = np.ascontiguousarray(a).tobytes()
+            blobs.append(raw)
+            outputs.append({"name": names[i], "datatype": OIP_OF_DTYPE.get(dtype, dtype),
+                            "shape": list(a.shape), "parameters": {"binary_data_size": len(raw)}})
+            continue
         data = a.reshape(-1).tolist()
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             # JSON has no NaN or infinity: null, as JavaScript's JSON.stringify writes them.
@@ -251,7 +308,7 @@ def build_response(model: Model, body: Dict[str, Any], results: List[Any]) -> Di
     doc: Dict[str, Any] = {"model_name": model.name, "model_version": "1", "outputs": outputs}
     if "id" in body:
         doc["id"] = body["id"]
-    return doc
+    return doc, blobs
 
 
 def create_app(models: Dict[str, Model], workers: int = 4) -> web.Application:
@@ -290,23 +347,32 @@ def create_app(models: Dict[str, Model], workers: int = 4) -> web.Application:
 
     async def infer(request: web.Request) -> web.Response:
         model = model_of(request)
-        if "Inference-Header-Content-Length" in request.headers:
-            raise RequestError(400, "the binary tensor data extension is not supported: send "
-                                    "JSON tensors (tritonclient: binary_data=False)")
         raw = await request.read()
+        blob = b""
+        header = request.headers.get("Inference-Header-Content-Length")
+        if header is not None:  # the binary tensor data extension: JSON, then the tensors' bytes
+            if not header.isdigit() or int(header) > len(raw):
+                raise RequestError(400, f"Inference-Header-Content-Length {header!r} is not a "
+                                        f"length within the {len(raw)}-byte body")
+            raw, blob = raw[:int(header)], raw[int(header):]
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise RequestError(400, f"the body is not JSON: {e}") from e
         if not isinstance(body, dict):
             raise RequestError(400, "the body must be a JSON object")
-        arrays = parse_inputs(model, body)
+        arrays = parse_inputs(model, body, blob)
         loop = asyncio.get_running_loop()
         try:
             results = await loop.run_in_executor(pool, model.run, arrays)
         except Exception as e:  # the binding's typed error: TypeError, ValueError, TVMError...
             raise RequestError(400, f"{type(e).__name__}: {e}") from e
-        return web.json_response(build_response(model, body, results))
+        doc, blobs = build_response(model, body, results)
+        if not blobs:
+            return web.json_response(doc)
+        head = json.dumps(doc).encode()
+        return web.Response(body=b"".join([head, *blobs]), content_type="application/octet-stream",
+                            headers={"Inference-Header-Content-Length": str(len(head))})
 
     app = web.Application(middlewares=[errors], client_max_size=MAX_BODY)
     app.router.add_get("/v2/health/live", live)

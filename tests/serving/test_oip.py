@@ -280,10 +280,72 @@ def test_unknown_metadata_and_routes(server):
     assert status == 404 and "error" in doc
 
 
-def test_binary_extension_refused(server):
-    status, doc = raw(server, "POST", "/v2/models/relax_digits/infer", b"{}",
-                      {"Inference-Header-Content-Length": "2"})
-    assert status == 400 and "binary" in doc["error"]
+def infer_binary(server, model, arrays, outputs=None):
+    """tritonclient as a user calls it by default: binary inputs, and binary outputs."""
+    inputs = []
+    for name, a in arrays.items():
+        i = httpclient.InferInput(name, list(a.shape), OIP[str(a.dtype)])
+        i.set_data_from_numpy(a)
+        inputs.append(i)
+    outs = None if outputs is None else [httpclient.InferRequestedOutput(n) for n in outputs]
+    return client(server).infer(model, inputs, outputs=outs)
+
+
+@pytest.mark.parametrize("stem,case", [("tvm018_multi_io", ("tvm018", "multi_io_b1")),
+                                       ("relax_two_outputs", ("relax", "two_outputs")),
+                                       ("relax_dyn_batch", ("relax", "dyn_batch"))])
+def test_infer_binary_extension(server, stem, case):
+    _, ins, outs = tvm018_case(case[1]) if case[0] == "tvm018" else relax_case(case[1], 1)
+    result = infer_binary(server, stem, ins)
+    for i, want in enumerate(outs):
+        assert result.get_output(f"output_{i}")["parameters"]["binary_data_size"] == want.nbytes
+        assert_close(result.as_numpy(f"output_{i}"), want)
+
+
+def test_binary_inputs_json_output(server):
+    _, ins, outs = tvm018_case("multi_io_b1")
+    inputs = []
+    for name, a in ins.items():
+        i = httpclient.InferInput(name, list(a.shape), OIP[str(a.dtype)])
+        i.set_data_from_numpy(a)  # binary
+        inputs.append(i)
+    out = httpclient.InferRequestedOutput("output_1", binary_data=False)
+    result = client(server).infer("tvm018_multi_io", inputs, outputs=[out])
+    assert result.get_output("output_1")["data"] == outs[1].reshape(-1).tolist()
+
+
+def binary_request(header: dict, blob: bytes, length: Optional[int] = None):
+    head = json.dumps(header).encode()
+    n = len(head) if length is None else length
+    return head + blob, {"Inference-Header-Content-Length": str(n)}
+
+
+BAD_BINARY = [
+    ("header length past the body",
+     binary_request({"inputs": []}, b"", length=10 ** 6)),
+    ("binary_data_size that does not fit the shape",
+     binary_request({"inputs": [{"name": "data", "shape": [1, 64], "datatype": "FP32",
+                                 "parameters": {"binary_data_size": 8}}]}, b"\0" * 8)),
+    ("binary_data_size past the binary part",
+     binary_request({"inputs": [{"name": "data", "shape": [1, 64], "datatype": "FP32",
+                                 "parameters": {"binary_data_size": 256}}]}, b"\0" * 16)),
+    ("bytes that no input claims",
+     binary_request({"inputs": [{"name": "data", "shape": [1, 64], "datatype": "FP32",
+                                 "parameters": {"binary_data_size": 256}}]}, b"\0" * 300)),
+    ("a negative binary_data_size",
+     binary_request({"inputs": [{"name": "data", "shape": [1, 64], "datatype": "FP32",
+                                 "parameters": {"binary_data_size": -1}}]}, b"")),
+]
+
+
+@pytest.mark.parametrize("what,req", BAD_BINARY, ids=[b[0] for b in BAD_BINARY])
+def test_bad_binary_request(server, what, req):
+    body, headers = req
+    status, doc = raw(server, "POST", "/v2/models/relax_digits/infer", body, headers)
+    assert status == 400, (what, doc)
+    assert isinstance(doc, dict) and doc.get("error"), doc
+    _, ins, outs = relax_case("digits", 1)
+    assert_close(infer_binary(server, "relax_digits", ins).as_numpy("output_0"), outs[0])
 
 
 def test_still_serving(server):
