@@ -11,12 +11,12 @@
 #   python  examples/serve-python/polyffi_serve.py MODEL_DIR PORT (the venv of ci/python-env.sh,
 #           with aiohttp; POLYFFI_PYTHON overrides the interpreter)
 #   node    examples/digits-server-node/server.js MODEL_DIR PORT (the addon of bindings/node)
-#   rust    examples/digits-service-rust, binary polyffi-serve:
-#           cargo run --release --bin polyffi-serve -- MODEL_DIR PORT (CARGO_TARGET_DIR defaults
-#           to build/cargo, as in ci/test-rust.sh; its built binary runs at once when it is newer
-#           than the sources)
+#   rust    examples/digits-service-rust, binary polyffi-serve (cargo run --bin polyffi-serve --
+#           MODEL_DIR PORT; CARGO_TARGET_DIR defaults to build/cargo, as in ci/test-rust.sh, and a
+#           release or debug binary built there runs at once when it is newer than the sources)
 #   java    examples/digits-jvm, main class org.polyffi.examples.Serve:
-#           mvn -q exec:java -Dexec.mainClass=org.polyffi.examples.Serve -Dexec.args="MODEL_DIR PORT"
+#           java -cp "target/digits-jvm.jar:target/lib/*" org.polyffi.examples.Serve MODEL_DIR PORT
+#           (the jar built by mvn package, made here when missing or stale)
 # The server replaces this shell (exec), so killing this script's pid stops the server.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,23 +51,33 @@ case "$lang" in
     ;;
   rust)
     # The example is a member of bindings/rust's workspace; one target dir for everything Rust,
-    # as ci/test-rust.sh has it, so a binary it built is reused.
+    # as ci/test-rust.sh has it, so a binary it built is reused: a release build when one is up
+    # to date, else the debug build (ci/test-rust.sh's; a release build from scratch takes
+    # minutes on a 2-core machine).
     cd "$root/examples/digits-service-rust"
     command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/build/cargo}
-    bin=$CARGO_TARGET_DIR/release/polyffi-serve
-    if [ -x "$bin" ] && [ -z "$(find src Cargo.toml "$root/bindings/rust" -name target -prune \
-        -o -newer "$bin" -type f -print -quit)" ]; then
-      exec "$bin" "$dir" "$port"
-    fi
-    exec cargo run -q --release --bin polyffi-serve -- "$dir" "$port"
+    for profile in release debug; do
+      bin=$CARGO_TARGET_DIR/$profile/polyffi-serve
+      if [ -x "$bin" ] && [ -z "$(find src Cargo.toml "$root/bindings/rust" -name target -prune \
+          -o -newer "$bin" -type f -print -quit)" ]; then
+        exec "$bin" "$dir" "$port"
+      fi
+    done
+    exec cargo run -q --bin polyffi-serve -- "$dir" "$port"
     ;;
   java)
+    # The jar ci/test-java.sh's `mvn verify` built (made here when missing or older than the
+    # sources; needs the binding installed: mvn -f bindings/java/pom.xml install). Not `mvn
+    # exec:java`: Maven writes a colour reset before the program's first line of stdout.
     # shellcheck source=ci/java-env.sh
     . "$root/ci/java-env.sh"
     cd "$root/examples/digits-jvm"
-    exec mvn -q exec:java -Dexec.mainClass=org.polyffi.examples.Serve \
-      -Dexec.args="$dir $port"
+    jar=target/digits-jvm.jar
+    if [ ! -f "$jar" ] || [ -n "$(find src pom.xml -newer "$jar" -print -quit)" ]; then
+      mvn -B -ntp -q -Dstyle.color=never package -DskipTests >&2
+    fi
+    exec java -cp "$jar:target/lib/*" org.polyffi.examples.Serve "$dir" "$port"
     ;;
   *)
     echo "ci/serve.sh: unknown LANG '$lang' (python, node, rust or java)" >&2

@@ -281,21 +281,26 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
                 .and_then(JsonValue::as_bool)
         };
         let all_binary = flag(&request.parameters, "binary_data_output").unwrap_or(false);
-        let wanted: Vec<(usize, bool)> = match &request.outputs {
-            None => (0..m.outputs.len()).map(|i| (i, all_binary)).collect(),
-            Some(outs) => outs
-                .iter()
-                .map(|o| {
-                    let i = m
-                        .outputs
-                        .iter()
-                        .position(|s| s.name == o.name)
-                        .ok_or_else(|| {
-                            ApiError::bad(format!("model '{name}' has no output '{}'", o.name))
-                        })?;
-                    Ok((i, flag(&o.parameters, "binary_data").unwrap_or(all_binary)))
-                })
-                .collect::<Result<_, ApiError>>()?,
+        // An output by name: its place in the metadata, or output_N when the metadata lists
+        // none (a relax function whose outputs are unknown until it runs).
+        let index_of = |n: &str| {
+            m.outputs.iter().position(|s| s.name == n).or_else(|| {
+                let i = n.strip_prefix("output_")?.parse::<usize>().ok()?;
+                m.outputs.is_empty().then_some(i)
+            })
+        };
+        let no_output = |n: &str| ApiError::bad(format!("model '{name}' has no output '{n}'"));
+        let requested: Option<Vec<(usize, &str, bool)>> = match &request.outputs {
+            None => None,
+            Some(outs) => Some(
+                outs.iter()
+                    .map(|o| {
+                        let i = index_of(&o.name).ok_or_else(|| no_output(&o.name))?;
+                        let binary = flag(&o.parameters, "binary_data").unwrap_or(all_binary);
+                        Ok((i, o.name.as_str(), binary))
+                    })
+                    .collect::<Result<_, ApiError>>()?,
+            ),
         };
         let arrays = request_arrays(m, &request, binary)?;
         let models2 = models.clone();
@@ -309,18 +314,28 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
                 )
             })?
             .map_err(|e| ApiError::bad(e.to_string()))?;
+        let wanted: Vec<(usize, bool)> = match requested {
+            None => (0..outputs.len()).map(|i| (i, all_binary)).collect(),
+            Some(r) => r
+                .into_iter()
+                .map(|(i, n, b)| {
+                    if i < outputs.len() {
+                        Ok((i, b))
+                    } else {
+                        Err(no_output(n))
+                    }
+                })
+                .collect::<Result<_, ApiError>>()?,
+        };
         let mut out = Vec::with_capacity(wanted.len());
         let mut blob = Vec::new();
         for (i, binary) in wanted {
-            let (spec, a) = (
-                &m.outputs[i],
-                outputs.get(i).ok_or_else(|| {
-                    ApiError(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the model returned {} outputs", outputs.len()),
-                    )
-                })?,
-            );
+            let a = &outputs[i];
+            let output_name = m
+                .outputs
+                .get(i)
+                .map(|s| s.name.clone())
+                .unwrap_or_else(|| format!("output_{i}"));
             let datatype = tensor::oip_datatype(&a.dtype().to_string()).unwrap_or("BYTES");
             let internal = |e: String| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e);
             let bytes = a.to_bytes().map_err(|e| internal(e.to_string()))?;
@@ -333,7 +348,7 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
                 (Some(data), None)
             };
             out.push(OutputTensor {
-                name: spec.name.clone(),
+                name: output_name,
                 datatype,
                 shape: a.shape().to_vec(),
                 data,
