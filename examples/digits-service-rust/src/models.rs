@@ -13,7 +13,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polyffi::{DataType, Device, GraphModule, Module, NDArray, Value, VirtualMachine, VmArg};
+use polyffi::{
+    DataType, Device, GraphModule, Module, NDArray, Output, Value, VirtualMachine, VmArg,
+};
 use serde::Deserialize;
 
 /// One input or output: name, dtype (`float32`, ...) and shape (-1: any size).
@@ -132,9 +134,25 @@ impl Model {
         let args: Vec<&dyn VmArg> = inputs.iter().map(|a| a as &dyn VmArg).collect();
         match &self.runner {
             Runner::Graph(gm) => gm.infer(&args),
-            Runner::Vm { vm, function } => vm.invoke(function, &args)?.into_tensors(),
+            Runner::Vm { vm, function } => {
+                let mut out = Vec::new();
+                flatten(vm.invoke(function, &args)?, &mut out)?;
+                Ok(out)
+            }
         }
     }
+}
+
+/// The tensors of a result, a relax tuple (nested or not) flattened in order.
+fn flatten(o: Output, out: &mut Vec<NDArray>) -> polyffi::Result<()> {
+    if o.is_tuple() {
+        for item in o.into_tuple()? {
+            flatten(item, out)?;
+        }
+        return Ok(());
+    }
+    out.push(o.into_tensor()?);
+    Ok(())
 }
 
 /// Every model of `dir`, by name; what cannot be served is reported on stderr and skipped.
@@ -349,7 +367,9 @@ pub mod derive {
                 })
                 .collect::<polyffi::Result<Vec<_>>>()?;
             let args: Vec<&dyn VmArg> = arrays.iter().map(|a| a as &dyn VmArg).collect();
-            vm.invoke(function, &args)?.into_tensors()
+            let mut out = Vec::new();
+            flatten(vm.invoke(function, &args)?, &mut out)?;
+            Ok(out)
         };
         let one = probe(1)?;
         let dynamic = inputs.iter().any(|s| s.shape.iter().any(|&d| d < 0));
