@@ -258,21 +258,24 @@ public final class Serve implements AutoCloseable {
     // Triton's binary tensor extension: an output is sent as binary when it asks for it
     // ({"parameters": {"binary_data": true}}) or the request does ("binary_data_output").
     boolean allBinary = request.path("parameters").path("binary_data_output").asBoolean(false);
-    List<Integer> wanted = new ArrayList<>();
+    // Outputs by name: their place in the metadata, or output_N when the metadata lists none
+    // (a relax function whose outputs are unknown until it runs); null: all of them.
+    List<Integer> wanted = null;
     List<Boolean> binary = new ArrayList<>();
+    List<String> wantedNames = new ArrayList<>();
     JsonNode outs = request.get("outputs");
-    if (outs == null || outs.isNull()) {
-      for (int i = 0; i < m.outputs.size(); i++) {
-        wanted.add(i);
-        binary.add(allBinary);
-      }
-    } else {
+    if (outs != null && !outs.isNull()) {
       if (!outs.isArray()) throw bad("\"outputs\" is not an array");
+      wanted = new ArrayList<>();
       for (JsonNode o : outs) {
         String name = o.path("name").asText();
         int i = indexOf(m.outputs, name);
+        if (i < 0 && m.outputs.isEmpty() && name.matches("output_[0-9]{1,9}")) {
+          i = Integer.parseInt(name.substring(7));
+        }
         if (i < 0) throw bad("model '" + m.name + "' has no output '" + name + "'");
         wanted.add(i);
+        wantedNames.add(name);
         binary.add(o.path("parameters").path("binary_data").asBoolean(allBinary));
       }
     }
@@ -298,11 +301,22 @@ public final class Serve implements AutoCloseable {
       if (id != null && id.isTextual()) response.put("id", id.asText());
       ArrayNode out = response.putArray("outputs");
       java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
+      if (wanted == null) {
+        wanted = new ArrayList<>();
+        for (int i = 0; i < results.size(); i++) {
+          wanted.add(i);
+          binary.add(allBinary);
+        }
+      }
       for (int k = 0; k < wanted.size(); k++) {
         int i = wanted.get(k);
+        if (i >= results.size()) {
+          throw bad("model '" + m.name + "' has no output '" + wantedNames.get(k) + "'");
+        }
         NDArray a = results.get(i);
         String datatype = Tensors.datatype(a.dtype().toString());
-        ObjectNode o = out.addObject().put("name", m.outputs.get(i).name);
+        String name = i < m.outputs.size() ? m.outputs.get(i).name : "output_" + i;
+        ObjectNode o = out.addObject().put("name", name);
         o.put("datatype", datatype);
         ArrayNode shape = o.putArray("shape");
         for (long d : a.shape()) shape.add(d);

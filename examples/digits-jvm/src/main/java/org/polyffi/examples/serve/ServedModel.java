@@ -126,7 +126,8 @@ public final class ServedModel implements AutoCloseable {
         this.platform = "tvm_relax_vm";
         List<Spec>[] sig = coreSignature(vm.runner().getFunction("signature", false), function);
         this.inputs = sig != null ? sig[0] : vmInputs(vm, lib, function);
-        this.outputs = sig != null && sig[1] != null ? sig[1] : vmOutputs(vm, function, inputs);
+        this.outputs =
+            sig != null && sig[1] != null ? sig[1] : vmOutputsOrNone(vm, function, inputs);
       }
     } catch (RuntimeException | IOException e) {
       if (graph != null) graph.close();
@@ -153,7 +154,8 @@ public final class ServedModel implements AutoCloseable {
       for (Object x : (List<?>) r) flatten(x, out);
     } else {
       for (NDArray a : out) a.close();
-      throw new FFIException("TypeError", "the model returned a " + r + ", not tensors");
+      String what = r == null ? "None" : r.getClass().getSimpleName();
+      throw new FFIException("TypeError", "the model returned a " + what + ", not tensors");
     }
   }
 
@@ -275,6 +277,17 @@ public final class ServedModel implements AutoCloseable {
       return infer(arrays);
     } finally {
       for (NDArray a : arrays) if (a != null) a.close();
+    }
+  }
+
+  /** The probed outputs, or none (unknown: metadata lists none, infer returns them all). */
+  private List<Spec> vmOutputsOrNone(VirtualMachine vm, String function, List<Spec> inputs) {
+    try {
+      return vmOutputs(vm, function, inputs);
+    } catch (RuntimeException e) {
+      System.err.println(
+          "polyffi-serve: " + name + ": outputs unknown (" + FFIException.textOf(e) + ")");
+      return List.of();
     }
   }
 
