@@ -171,6 +171,11 @@ namespace {
   NotNull(value, "value");
   NotNull(type_code, "type_code");
   if (num_ret != 1) Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
+  // Worded as every binding words a callback result it cannot pass ("callback returned an
+  // unsupported ..."), so the same mistake reads the same from C.
+  if (*type_code < 0 || *type_code > kTVMArgBool) {
+    Throw("TypeError", "callback returned an unsupported value: unknown type code ", *type_code);
+  }
   static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
   API_END();
 }
