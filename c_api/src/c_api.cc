@@ -171,6 +171,11 @@ namespace {
   NotNull(value, "value");
   NotNull(type_code, "type_code");
   if (num_ret != 1) Throw("ValueError", "TVMCFuncSetReturn: num_ret must be 1, got ", num_ret);
+  // Worded as every binding words a callback result it cannot pass ("callback returned an
+  // unsupported ..."), so the same mistake reads the same from C.
+  if (*type_code < 0 || *type_code > kTVMArgBool) {
+    Throw("TypeError", "callback returned an unsupported value: unknown type code ", *type_code);
+  }
   static_cast<RetValue*>(ret)->SetFromC(*value, *type_code);
   API_END();
 }
@@ -326,10 +331,12 @@ int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
 
 int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle) {
   API_BEGIN();
-  // Plain DLTensors are accepted on both sides: the graph executor copies into views.
+  // Plain DLTensors are accepted on both sides: the graph executor copies into views. A strided
+  // source is gathered (TVM's frontends make it contiguous first: numpy.ascontiguousarray).
   DLTensor* src = NotNull(from, "from");
   DLTensor* dst = NotNull(to, "to");
-  size_t n = CompactBytes(*src);
+  const bool src_compact = IsCompact(*src);
+  size_t n = src_compact ? CompactBytes(*src) : CheckedBytes(src->shape, src->ndim, src->dtype);
   size_t m = CompactBytes(*dst);
   if (n != m || src->ndim != dst->ndim ||
       std::memcmp(&src->dtype, &dst->dtype, sizeof(DLDataType)) != 0) {
@@ -342,9 +349,11 @@ int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle) 
             " vs ", dst->shape[i], ")");
     }
   }
-  if (n) {
+  if (n && src_compact) {
     std::memmove(static_cast<char*>(dst->data) + dst->byte_offset,
                  static_cast<char*>(src->data) + src->byte_offset, n);
+  } else if (n) {
+    CopyToCompact("TVMArrayCopyFromTo", *src, static_cast<char*>(dst->data) + dst->byte_offset);
   }
   API_END();
 }

@@ -196,6 +196,29 @@ TEST(Array, CopyFromTo) {
   TVMArrayFree(to);
 }
 
+// A strided source (a transposed matrix, numpy's a.T) is gathered in row-major order, as TVM's
+// frontends copy it; a strided destination is still refused.
+TEST(Array, CopyFromToGathersAStridedSource) {
+  int32_t m[2][3] = {{1, 2, 3}, {4, 5, 6}};  // viewed as its 3 x 2 transpose
+  int64_t shape[2] = {3, 2};
+  int64_t strides[2] = {1, 3};
+  DLTensor t{};
+  t.data = m;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = 2;
+  t.dtype = DLDataType{kDLInt, 32, 1};
+  t.shape = shape;
+  t.strides = strides;
+  TVMArrayHandle to = Alloc({3, 2}, kDLInt, 32);
+  ASSERT_EQ(TVMArrayCopyFromTo(&t, to, nullptr), 0) << LastError();
+  int32_t out[6] = {};
+  ASSERT_EQ(TVMArrayCopyToBytes(to, out, sizeof(out)), 0) << LastError();
+  const int32_t want[6] = {1, 4, 2, 5, 3, 6};
+  EXPECT_EQ(std::memcmp(out, want, sizeof(want)), 0);
+  EXPECT_TRUE(FailsWith(TVMArrayCopyFromTo(to, &t, nullptr), "ValueError", "not contiguous"));
+  TVMArrayFree(to);
+}
+
 TEST(Array, CopyFromToMismatchIsAnError) {
   TVMArrayHandle a = Alloc({2, 2}, kDLFloat, 32);
   TVMArrayHandle other_shape = Alloc({4}, kDLFloat, 32);

@@ -1523,3 +1523,23 @@ TEST(Containers, StringObjectFromStr) {
 
 }  // namespace
 }  // namespace abitests
+
+// The core's dtype and type-code spellings for bindings that cannot include the headers (Rust).
+TEST(Globals, DataTypeFromStringPacksCodeBitsLanes) {
+  Global parse("polyffi.DataTypeFromString");
+  Ret r = Call(parse, {Str("int8x4")});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(r.code, kTVMArgInt);
+  EXPECT_EQ(r.value.v_int64, int64_t{kDLInt} | 8 << 8 | 4 << 16);
+  r = Call(parse, {Str("bool")});
+  EXPECT_EQ(r.value.v_int64, int64_t{kDLBool} | 8 << 8 | 1 << 16);
+  EXPECT_TRUE(FailsWith(Call(parse, {Str("floaty")}).rc, "ValueError", "unknown dtype 'floaty'"));
+  EXPECT_TRUE(FailsWith(Call(parse, {Int(3)}).rc, "TypeError"));
+}
+
+TEST(Globals, TypeCodeNameIsTheMessagesName) {
+  Global name("polyffi.TypeCodeName");
+  EXPECT_EQ(Call(name, {Int(kTVMArgFloat)}).str, "float");
+  EXPECT_EQ(Call(name, {Int(kTVMNDArrayHandle)}).str, "NDArray");
+  EXPECT_EQ(Call(name, {Int(99)}).str, "unknown type code");
+}

@@ -169,4 +169,19 @@ POLYFFI_CORE_GLOBAL("runtime.DLDataType2String", [](const Args& args, RetValue* 
   rv->SetStr(DataTypeString(args.value(0).v_type));
 });
 
+// A dtype string as one int, code | bits << 8 | lanes << 16: a dtype result reads back as its
+// string (docs/abi-decisions.md), so a binding without dtype_string.h (Rust) parses through this.
+POLYFFI_CORE_GLOBAL("polyffi.DataTypeFromString", [](const Args& args, RetValue* rv) {
+  args.CheckArity(1);
+  DLDataType t = ParseDataType(args.Str(0));
+  rv->SetInt(int64_t{t.code} | int64_t{t.bits} << 8 | int64_t{t.lanes} << 16);
+});
+
+// The name error messages give a type code ("expected int but got float"), for bindings that
+// cannot include type_code_name.h (Rust), so a message reads the same from every language.
+POLYFFI_CORE_GLOBAL("polyffi.TypeCodeName", [](const Args& args, RetValue* rv) {
+  args.CheckArity(1);
+  rv->SetStr(TypeCodeName(static_cast<int>(args.Int(0))));
+});
+
 }  // namespace polyffi

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
@@ -27,6 +28,31 @@ bool IsCompact(const DLTensor& t) {
     if (__builtin_mul_overflow(expected, t.shape[i], &expected)) return false;
   }
   return true;
+}
+
+void CopyToCompact(const char* what, const DLTensor& src, void* dst) {
+  size_t nbytes = CheckedBytes(src.shape, src.ndim, src.dtype);
+  if (nbytes == 0) return;
+  if (src.data == nullptr) Throw("ValueError", what, ": the array's data is NULL");
+  const char* base = static_cast<const char*>(src.data) + src.byte_offset;
+  if (IsCompact(src)) {
+    std::memcpy(dst, base, nbytes);
+    return;
+  }
+  // One element per step in row-major order; each element is whole bytes (bool: one byte).
+  size_t elem = ElementBytes(src.dtype);
+  if (src.dtype.lanes != 1 && elem * 8 != static_cast<size_t>(src.dtype.bits) * src.dtype.lanes) {
+    Throw("ValueError", what, ": a strided array of sub-byte vector elements cannot be copied");
+  }
+  std::vector<int64_t> index(src.ndim, 0);
+  const size_t count = nbytes / elem;
+  char* out = static_cast<char*>(dst);
+  for (size_t k = 0; k < count; ++k) {
+    int64_t offset = 0;
+    for (int i = 0; i < src.ndim; ++i) offset += index[i] * src.strides[i];
+    std::memcpy(out + k * elem, base + offset * static_cast<int64_t>(elem), elem);
+    for (int i = src.ndim - 1; i >= 0 && ++index[i] == src.shape[i]; --i) index[i] = 0;
+  }
 }
 
 size_t CheckedBytes(const int64_t* shape, int ndim, DLDataType t) {

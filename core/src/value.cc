@@ -43,8 +43,7 @@ int ObjectTypeCode(const Object* obj) {
 
 DLDataType ParseDataType(const std::string& s) {
   DLDataType t;
-  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0)
-    Throw("ValueError", "unknown data type '", s, "'");
+  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0) Throw("ValueError", "unknown dtype '", s, "'");
   return t;
 }
 

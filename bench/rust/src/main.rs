@@ -95,6 +95,13 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
         "lookup/rust_typed" => (0..n).for_each(|_| {
             black_box(Function::get_global("testing.add3").unwrap());
         }),
+        // Dtype spelling through the core's globals (looked up once): parse and print.
+        "dtype/parse" => (0..n).for_each(|_| {
+            black_box(polyffi::DataType::parse(black_box("float32")).unwrap());
+        }),
+        "dtype/display" => (0..n).for_each(|_| {
+            black_box(black_box(polyffi::DataType::FLOAT32).to_string());
+        }),
         #[cfg(has_baseline)]
         "nop/floor" => (0..n).for_each(|_| unsafe { bench_baseline_nop() }),
         #[cfg(has_baseline)]

@@ -127,9 +127,8 @@ class GraphModule {
       : inputs.map((a, i) => [this._inputNames[i] === undefined ? i : this._inputNames[i], a]);
     const args = [];
     for (const [key, arr] of pairs) {
-      const index = typeof key === 'string' ? this.getInputIndex(key) : key;
       // A TypedArray is shaped like the executor's input (a view; the executor copies it).
-      const [value, temp] = this._view(arr, this._inputShapes, index, (i) => this._getInput(i));
+      const [value, temp] = this._inputView(arr, key);
       if (temp) temps.push(temp);
       if (named) args.push(key);
       args.push(value);
@@ -168,6 +167,31 @@ class GraphModule {
     }
   }
 
+  // A view of a TypedArray shaped like input `key` (a name or an index). For a key the graph
+  // does not have, a flat view: the call it goes to then reports the key as every binding does
+  // (KeyError / IndexError naming that call), not the get_input used here to learn the shape.
+  _inputView(arr, key) {
+    if (arr instanceof NDArray || !ArrayBuffer.isView(arr)) return [arr, null];
+    let shape = this._inputShapes.get(key);
+    if (shape === undefined) {
+      let ref = null;
+      try {
+        ref = this._getInput(key);
+      } catch {
+        // a bad key or key type: reported by the caller's own call
+      }
+      if (ref === null || ref === undefined) {
+        const flat = nd.array(arr, [arr.length]);
+        return [flat, flat];
+      }
+      shape = ref.shape;
+      ref.dispose();
+      this._inputShapes.set(key, shape);
+    }
+    const view = nd.array(arr, shape);
+    return [view, view];
+  }
+
   _view(arr, shapes, key, getter) {
     if (arr instanceof NDArray || !ArrayBuffer.isView(arr)) return [arr, null];
     let shape = shapes.get(key);
@@ -182,10 +206,9 @@ class GraphModule {
   }
 
   setInput(nameOrIndex, array) {
-    const index = typeof nameOrIndex === 'string' ? this.getInputIndex(nameOrIndex) : nameOrIndex;
-    const [value, temp] = this._view(array, this._inputShapes, index, (i) => this._getInput(i));
+    const [value, temp] = this._inputView(array, nameOrIndex);
     try {
-      this._setInput(index, value);
+      this._setInput(nameOrIndex, value);
     } finally {
       if (temp) temp.dispose();
     }
@@ -223,7 +246,7 @@ class GraphModule {
 
   getInputIndex(name) {
     if (this._getInputIndex) return this._getInputIndex(name);
-    throw new TypeError('polyffi: this executor has no get_input_index');
+    throw new FFIError('polyffi: this executor has no get_input_index', 'AttributeError');
   }
 
   /** Loads a params blob into the executor; infer takes these weights too (a new runner). */

@@ -58,8 +58,9 @@ static Napi::Value Empty(const Napi::CallbackInfo& info) {
     return Napi::Value();
   }
   if (!ParseDType(info[1], &dtype)) {
-    return Napi::Value(env, ThrowFFIError(env, GetInstance(env), "ValueError",
-                                          "polyffi: bad dtype " + info[1].ToString().Utf8Value()));
+    return Napi::Value(
+        env, ThrowFFIError(env, GetInstance(env), "ValueError",
+                           "polyffi: unknown dtype '" + info[1].ToString().Utf8Value() + "'"));
   }
   int dev_type = info.Length() > 2 ? info[2].ToNumber().Int32Value() : kDLCPU;
   int dev_id = info.Length() > 3 ? info[3].ToNumber().Int32Value() : 0;
@@ -142,8 +143,9 @@ static Napi::Value FromTypedArray(const Napi::CallbackInfo& info) {
   DTypeOfTypedArray(type, &dtype);
   size_t nbytes = length * Napi::TypedArray(env, info[0]).ElementSize();
   if (info.Length() > 2 && !info[2].IsUndefined() && !ParseDType(info[2], &dtype)) {
-    return Napi::Value(env, ThrowFFIError(env, inst, "ValueError",
-                                          "polyffi: bad dtype " + info[2].ToString().Utf8Value()));
+    return Napi::Value(
+        env, ThrowFFIError(env, inst, "ValueError",
+                           "polyffi: unknown dtype '" + info[2].ToString().Utf8Value() + "'"));
   }
   size_t item = (dtype.bits * dtype.lanes + 7) / 8;
   auto ctx = std::make_unique<ViewContext>();

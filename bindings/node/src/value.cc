@@ -79,6 +79,10 @@ void ArgPack::KeepAlive(napi_env env, napi_value v) {
   if (napi_create_reference(env, v, 1, &ref) == napi_ok) AddTemp(ref, kTempRef);
 }
 
+// A callback's result that cannot cross: every binding says "callback returned an unsupported".
+static const char kUnsupportedReturn[] =
+    "polyffi: callback returned an unsupported JavaScript value (";
+
 bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool for_return) {
   // Strings next (no napi_typeof for them): SetString reports -1 when v is not a string.
   int as_string = SetString(env, v, out, code);
@@ -102,7 +106,8 @@ bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool
       bool lossless = false;
       napi_get_value_bigint_int64(env, v, &out->v_int64, &lossless);
       if (!lossless) {
-        ThrowRange(env, "polyffi: bigint argument is outside the int64 range");
+        ThrowRange(env, for_return ? "polyffi: callback returned a bigint outside the int64 range"
+                                   : "polyffi: bigint argument is outside the int64 range");
         return false;
       }
       *code = kTVMArgInt;
@@ -137,7 +142,8 @@ bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool
       return true;
     }
     default:
-      ThrowType(env, "polyffi: cannot pass a symbol to a packed function");
+      ThrowType(env, for_return ? kUnsupportedReturn + std::string("a symbol)")
+                                : "polyffi: cannot pass a symbol to a packed function");
       return false;
   }
 }
@@ -452,7 +458,7 @@ bool ArgPack::SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bo
     size_t len = 0;
     napi_get_value_string_utf8(env, s, buf, sizeof(buf), &len);
     if (PolyffiDataTypeFromString(buf, &out->v_type) != 0) {
-      ThrowFFIError(env, inst_, "ValueError", std::string("polyffi: bad dtype ") + buf);
+      ThrowFFIError(env, inst_, "ValueError", "polyffi: unknown dtype '" + std::string(buf) + "'");
       return false;
     }
     *code = kTVMDataType;
@@ -485,7 +491,8 @@ bool ArgPack::SetObject(napi_env env, napi_value v, TVMValue* out, int* code, bo
     size_t len = 0;
     if (napi_get_value_string_utf8(env, cname, buf, sizeof(buf), &len) == napi_ok) name = buf;
   }
-  ThrowType(env, "polyffi: cannot pass a " + name + " to a packed function");
+  ThrowType(env, for_return ? kUnsupportedReturn + ("a " + name + ")")
+                            : "polyffi: cannot pass a " + name + " to a packed function");
   return false;
 }
 

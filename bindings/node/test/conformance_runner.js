@@ -63,6 +63,7 @@ const hosts = {
     return hostFunction(closure, currentCase);
   },
   'host.call_echo': (...args) => echo()(...args),
+  'host.return_unsupported': () => Symbol('unsupported'),
 };
 
 let echoFn = null;

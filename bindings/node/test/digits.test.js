@@ -55,3 +55,25 @@ test('batch 1 with runAsync and getOutput into a TypedArray', async () => {
   }
   g.dispose();
 });
+
+test('setInput reports a bad key as every binding does, naming set_input', () => {
+  const g = load('graph_b1.json');
+  const row = x.subarray(0, 64);
+  const n = g.getNumInputs();
+  for (const value of [row, ffi.nd.array(row, [1, 64])]) {
+    assert.throws(() => g.setInput('dta', value), (e) => e instanceof ffi.FFIError &&
+      e.kind === 'KeyError' && e.message === "set_input: the graph has no input named 'dta'");
+    for (const index of [7, -1]) {
+      assert.throws(() => g.setInput(index, value), (e) => e instanceof ffi.FFIError &&
+        e.kind === 'IndexError' &&
+        e.message.startsWith(`set_input: input index ${index} out of range [0, ${n})`));
+    }
+    if (value instanceof ffi.NDArray) value.dispose();
+  }
+  // the executor is unharmed: the right name still works
+  g.setInput('data', row);
+  g.run();
+  const out = g.getOutput(0).toTypedArray();
+  assert.strictEqual(argmax(out, 0), expected.predictions[0]);
+  g.dispose();
+});

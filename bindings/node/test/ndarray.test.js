@@ -71,3 +71,10 @@ test('a view lent to a callback is detached after it returns', () => {
   assert.strictEqual(s, 5);
   assert.throws(() => kept.shape, ffi.FFIError);
 });
+
+test('an unknown dtype is a ValueError worded as in every binding', () => {
+  const check = (e) => e instanceof ffi.FFIError && e.kind === 'ValueError' &&
+    e.message === "polyffi: unknown dtype 'floaty'";
+  assert.throws(() => ffi.nd.empty([2], 'floaty'), check);
+  assert.throws(() => ffi.nd.array(new Float32Array(2), [2], 'floaty'), check);
+});

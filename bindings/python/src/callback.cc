@@ -108,6 +108,7 @@ static int SetReturn(TVMRetValueHandle ret, PyObject* result) {
   }
   // Arrays returned from Python must outlive this frame: no borrowed views here.
   ArgPack pack(1, /*allow_views=*/false);
+  pack.ForReturn();
   if (pack.Set(0, result) != 0) {
     SetLastErrorFromPython();
     return -1;

@@ -11,6 +11,7 @@
 #include <polyffi/dtype_string.h>
 
 #include <cstdint>
+#include <string>
 
 #if defined(__GNUC__)
 #define POLYFFI_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -132,6 +133,8 @@ class ArgPack {
     }
     return SetSlow(i, arg);
   }
+  // The pack holds a callback's return value: errors name it, not "argument 0".
+  void ForReturn() { for_return_ = true; }
   // False when the arrays for a large argument count could not be allocated.
   bool ok() const { return n_ >= 0; }
   TVMValue* values() { return values_; }
@@ -170,8 +173,12 @@ class ArgPack {
   // Takes ownership of ptr: on failure releases it and returns -1 with MemoryError set.
   int AddTemp(void* ptr, int kind);
 
+  // "argument i", or "callback return value" (ForReturn): what an error message names.
+  std::string Subject(int i) const;
+
   int n_;
   bool allow_views_;
+  bool for_return_ = false;
   int num_temps_ = 0;
   int cap_temps_ = kInline;
   int strides_used_ = 0;

@@ -339,8 +339,8 @@ int ArgPack::SetSlow(int i, PyObject* arg) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(arg, &overflow);
     if (overflow != 0) {
-      PyErr_Format(PyExc_OverflowError, "polyffi: argument %d: int %R does not fit in int64", i,
-                   arg);
+      PyErr_Format(PyExc_OverflowError, "polyffi: %s: int %R does not fit in int64",
+                   Subject(i).c_str(), arg);
       return -1;
     }
     if (x == -1 && PyErr_Occurred()) return -1;
@@ -356,8 +356,14 @@ int ArgPack::SetSlow(int i, PyObject* arg) {
   if (PyObject_TypeCheck(arg, &ObjectBaseType)) {
     auto* h = reinterpret_cast<HandleObject*>(arg);
     if (h->handle == nullptr) {
-      PyErr_Format(PyExc_ValueError, "polyffi: argument %d: %s handle has been released", i,
+      PyErr_Format(PyExc_ValueError, "polyffi: %s: %s handle has been released", Subject(i).c_str(),
                    type->tp_name);
+      return -1;
+    }
+    if (for_return_ && h->code == kTVMDLTensorHandle) {
+      // The view's DLTensor lives in the caller's frame, gone once the call returns (as Node).
+      PyErr_SetString(PyExc_ValueError,
+                      "polyffi: a borrowed NDArray view cannot be returned from a callback");
       return -1;
     }
     v.v_handle = h->handle;
@@ -436,9 +442,18 @@ int ArgPack::SetSlow(int i, PyObject* arg) {
     code = kTVMNDArrayHandle;
     return 0;
   }
-  PyErr_Format(PyExc_TypeError, "polyffi: argument %d: unsupported argument type '%s'", i,
-               type->tp_name);
+  if (for_return_) {
+    PyErr_Format(PyExc_TypeError, "polyffi: callback returned an unsupported Python type '%s'",
+                 type->tp_name);
+  } else {
+    PyErr_Format(PyExc_TypeError, "polyffi: argument %d: unsupported argument type '%s'", i,
+                 type->tp_name);
+  }
   return -1;
+}
+
+std::string ArgPack::Subject(int i) const {
+  return for_return_ ? "callback return value" : "argument " + std::to_string(i);
 }
 
 // ---- Containers -------------------------------------------------------------------------------

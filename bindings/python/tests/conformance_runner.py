@@ -108,6 +108,10 @@ def _host_adder(*args):
     return HostCallable("host.adder.<closure>", closure, _current_case)
 
 
+def _host_return_unsupported(*args):
+    return object()
+
+
 def _host_call_echo(*args):
     return polyffi.get_global_func("testing.echo")(*args)
 
@@ -120,6 +124,7 @@ HOSTS = {
     "host.return_none": _host_return_none,
     "host.adder": _host_adder,
     "host.call_echo": _host_call_echo,
+    "host.return_unsupported": _host_return_unsupported,
 }
 
 

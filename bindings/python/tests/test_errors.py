@@ -129,3 +129,22 @@ def test_error_does_not_leak_into_next_call(testing):
     assert testing.add(1, 2) == 3
     with pytest.raises(KeyError):
         testing.raise_error("KeyError", "second")
+
+
+def test_callback_result_errors_name_the_return_value(testing):
+    apply = polyffi.get_global_func("testing.apply")
+    with pytest.raises(TypeError) as info:
+        apply(lambda: object())
+    assert str(info.value) == "polyffi: callback returned an unsupported Python type 'object'"
+    with pytest.raises(OverflowError, match="^polyffi: callback return value: int 1844674"):
+        apply(lambda: 2**64)
+
+
+def test_callback_cannot_return_a_borrowed_view(testing):
+    # A numpy argument travels as a view whose DLTensor lives in the call's frame: handing it back
+    # as the result would outlive it. The same ValueError as in Node.
+    import numpy as np
+
+    apply = polyffi.get_global_func("testing.apply")
+    with pytest.raises(ValueError, match="^polyffi: a borrowed NDArray view cannot be returned"):
+        apply(lambda a: a, np.arange(4, dtype="float32"))

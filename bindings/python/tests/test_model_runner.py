@@ -127,3 +127,19 @@ def test_vm_misaligned_and_readonly_inputs_are_staged_by_the_core():
     ro = x.copy()
     ro.flags.writeable = False
     assert np.array_equal(vm.invoke("forward", ro).numpy(), want)
+
+
+def test_vm_takes_a_transposed_input_in_both_apis():
+    # A strided view (the batch stored column-major) is copied by the core: the runner's invoke
+    # stages it and the stateful set_input gathers it, as TVM's frontends make it contiguous.
+    io = json.loads((RELAX / "digits" / "io.json").read_text())
+    run = next(r for r in io["runs"] if r["inputs"][0]["shape"][0] > 1)
+    x = load_tensor(RELAX / "digits", run["inputs"][0])
+    want = load_tensor(RELAX / "digits", run["outputs"][0])
+    strided = np.ascontiguousarray(x.T).T
+    assert not strided.flags.c_contiguous and np.array_equal(strided, x)
+    vm = polyffi.VirtualMachine(polyffi.load_module(RELAX / run["library"]))
+    assert np.array_equal(vm["forward"](strided).numpy(), want)
+    vm.set_input("forward", strided)
+    vm.invoke_stateful("forward")
+    assert np.array_equal(vm.get_outputs("forward").numpy(), want)

@@ -147,3 +147,39 @@ def test_set_input_takes_a_read_only_array():
     gm.run()
     expected = load_tensor(d, io["outputs"][0])
     assert np.array_equal(gm.get_output(0).numpy(), expected)
+
+
+def test_set_input_copies_a_transposed_image():
+    # The most common input there is: an HWC image transposed to the model's CHW, a strided view.
+    # TVM's GraphModule copies it (ascontiguousarray); the core gathers it the same way.
+    d = FIXTURES / "conv_b1"
+    io = json.loads((d / "io.json").read_text())
+    x = load_tensor(d, io["inputs"][0])  # [1, 3, 16, 16]
+    hwc = np.ascontiguousarray(x[0].transpose(1, 2, 0))
+    chw = hwc.transpose(2, 0, 1)[None]
+    assert not chw.flags.c_contiguous and np.array_equal(chw, x)
+    expected = load_tensor(d, io["outputs"][0])
+    gm = polyffi.GraphModule.from_factory(polyffi.load_module(d / "factory.so"))
+    gm.set_input("data", chw)
+    gm.run()
+    assert np.array_equal(gm.get_output(0).numpy(), expected)
+    gm.run(data=x[:, ::-1][:, ::-1])  # negative strides too
+    assert np.array_equal(gm.get_output(0).numpy(), expected)
+    assert np.array_equal(gm.infer(chw)[0].numpy(), expected)
+    assert np.array_equal(gm.infer(data=chw)[0].numpy(), expected)
+    # a strided destination is still refused clearly (get_output writes in place)
+    out = np.zeros((1, 20), expected.dtype)[:, ::2]
+    with pytest.raises(ValueError, match="not contiguous"):
+        gm.get_output(0, out)
+
+
+def test_set_input_bad_key_is_the_same_error_in_every_binding():
+    d = FIXTURES / "digits_b1"
+    x = load_tensor(d, json.loads((d / "io.json").read_text())["inputs"][0])
+    gm = polyffi.GraphModule.from_factory(polyffi.load_module(d / "factory.so"))
+    with pytest.raises(KeyError) as info:
+        gm.set_input("dta", x)
+    assert str(info.value) == "set_input: the graph has no input named 'dta'"
+    n = gm.get_num_inputs()
+    with pytest.raises(IndexError, match=rf"^set_input: input index 7 out of range \[0, {n}\)"):
+        gm.set_input(7, x)

@@ -307,7 +307,10 @@ TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbyt
 /*! \brief Copy the array into data (borrowed); nbytes must equal its size. */
 TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes);
 
-/*! \brief Copy between arrays of equal shape, dtype and size. Both borrowed. */
+/*!
+ * \brief Copy between arrays of equal shape, dtype and size. Both borrowed. The source may be
+ *  strided (its elements are gathered in row-major order); the destination must be compact.
+ */
 TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream);
 
 /*!

@@ -77,6 +77,13 @@ size_t CheckedBytes(const int64_t* shape, int ndim, DLDataType t);
 /*! \brief Bytes of a tensor's data; ValueError if it is not compact (row-major contiguous). */
 size_t CompactBytes(const DLTensor& t);
 bool IsCompact(const DLTensor& t);
+/*!
+ * \brief Copies src's elements (host memory, compact or strided) row-major into dst, which holds
+ *  CheckedBytes(src.shape, src.ndim, src.dtype) bytes: what TVM's frontends do with a strided
+ *  array (numpy's ascontiguousarray) before a copy. The caller has checked src's shape; a
+ *  strided tensor whose elements are not whole bytes, or NULL data, is a ValueError naming what.
+ */
+void CopyToCompact(const char* what, const DLTensor& src, void* dst);
 
 }  // namespace polyffi
 #endif  // POLYFFI_CORE_NDARRAY_H_

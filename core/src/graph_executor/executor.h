@@ -240,7 +240,8 @@ class GraphExecutor {
 
   // Copy between tensors CheckMatch already found equal in shape and dtype: a plain memcpy
   // when both are compact (the per-inference case), else the runtime's checked copy, which
-  // reports strided arrays clearly.
+  // gathers a strided source (a transposed image, as TVM's frontends copy it) and reports a
+  // strided destination clearly.
   static void CopyChecked(const DLTensor* src, DLTensor* dst) {
     if (IsCompact(*src) && IsCompact(*dst)) {
       size_t n = (static_cast<size_t>(src->dtype.bits) * src->dtype.lanes + 7) / 8;

@@ -55,20 +55,6 @@ int64_t AllocatorKind(const Args& args, int i) {
   return k;
 }
 
-/*! \brief Copy the elements of a strided tensor, row-major, to dst (elem bytes each). */
-void GatherStrided(const DLTensor& t, size_t elem, char* dst) {
-  const char* base = static_cast<const char*>(t.data) + t.byte_offset;
-  std::vector<int64_t> index(t.ndim, 0);
-  int64_t count = 1;
-  for (int i = 0; i < t.ndim; ++i) count *= t.shape[i];
-  for (int64_t k = 0; k < count; ++k) {
-    int64_t offset = 0;
-    for (int i = 0; i < t.ndim; ++i) offset += index[i] * t.strides[i];
-    std::memcpy(dst + k * elem, base + offset * static_cast<int64_t>(elem), elem);
-    for (int i = t.ndim - 1; i >= 0 && ++index[i] == t.shape[i]; --i) index[i] = 0;
-  }
-}
-
 /*! \brief A compact copy of t (CPU, compact or strided) in a new 64-byte-aligned array. */
 ObjectPtr<NDArrayObj> AlignedCopy(const DLTensor& t, int index) {
   int32_t dev = DeviceTypeOf(t.device);
@@ -86,16 +72,7 @@ ObjectPtr<NDArrayObj> AlignedCopy(const DLTensor& t, int index) {
   auto copy = NDArrayObj::Empty(std::vector<int64_t>(t.shape, t.shape + t.ndim), t.dtype,
                                 DLDevice{kDLCPU, 0});
   if (nbytes == 0) return copy;
-  auto* dst = static_cast<char*>(copy->tensor.data);
-  if (IsCompact(t)) {
-    std::memcpy(dst, static_cast<const char*>(t.data) + t.byte_offset, nbytes);
-  } else {
-    size_t elem = ElementBytes(t.dtype);
-    if (elem * 8 != static_cast<size_t>(t.dtype.bits) * t.dtype.lanes) {
-      Throw("ValueError", "run: argument ", index, " is a strided tensor of sub-byte elements");
-    }
-    GatherStrided(t, elem, dst);
-  }
+  CopyToCompact(("run: argument " + std::to_string(index)).c_str(), t, copy->tensor.data);
   return copy;
 }
 

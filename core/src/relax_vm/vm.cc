@@ -371,21 +371,20 @@ void VirtualMachine::InvokeClosure(Object* callee, TVMValue* values, int* codes,
 
 void VirtualMachine::ConvertArg(TVMValue v, int code, RetValue* out) {
   if (code == kTVMDLTensorHandle && v.v_handle != nullptr) {
-    // A borrowed view: copy it into an array the VM owns (as TVM's set_input does).
+    // A borrowed view: copy it into an array the VM owns (as TVM's set_input does); a strided
+    // one is gathered, as TVM's frontends make it contiguous first.
     const DLTensor& src = *static_cast<DLTensor*>(v.v_handle);
     if (DeviceTypeOf(src.device) != kDLCPU && DeviceTypeOf(src.device) != kDLCUDAHost) {
       Throw("ValueError", "set_input: a tensor on device type ", DeviceTypeOf(src.device),
             " cannot be read by this CPU runtime");
     }
-    size_t nbytes = CompactBytes(src);
+    size_t nbytes = CheckedBytes(src.shape, src.ndim, src.dtype);
     if (nbytes != 0 && src.data == nullptr) {
       Throw("ValueError", "set_input: a tensor of ", nbytes, " bytes has no data (NULL)");
     }
     auto dst = NDArrayObj::Empty(std::vector<int64_t>(src.shape, src.shape + src.ndim), src.dtype,
                                  devices[0]);
-    if (nbytes != 0) {
-      std::memcpy(dst->tensor.data, static_cast<const char*>(src.data) + src.byte_offset, nbytes);
-    }
+    CopyToCompact("set_input", src, dst->tensor.data);
     out->SetObject(std::move(dst));
     return;
   }

@@ -122,6 +122,13 @@ int HostReturnNone(TVMValue*, int*, int, TVMRetValueHandle ret, void*) {
   return TVMCFuncSetReturn(ret, &v, &code, 1);
 }
 
+int HostReturnUnsupported(TVMValue*, int*, int, TVMRetValueHandle ret, void*) {
+  TVMValue v;
+  v.v_int64 = 0;
+  int code = 99;  // no type code: what a C callback has that the runtime cannot take
+  return TVMCFuncSetReturn(ret, &v, &code, 1);
+}
+
 int AdderClosure(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
   if (n != 1) {
     return Fail("TypeError: host.adder.<closure> expected 1 argument but got " + std::to_string(n));
@@ -173,6 +180,7 @@ TVMPackedCFunc Lookup(const std::string& name) {
   if (name == "host.return_none") return HostReturnNone;
   if (name == "host.adder") return HostAdder;
   if (name == "host.call_echo") return HostCallEcho;
+  if (name == "host.return_unsupported") return HostReturnUnsupported;
   return nullptr;
 }
 

@@ -182,6 +182,14 @@ pub(crate) unsafe fn set_return(ret: sys::TVMRetValueHandle, value: Value) -> Re
 
 #[inline(never)]
 unsafe fn set_return_slow(ret: sys::TVMRetValueHandle, value: &Value) -> Result<()> {
+    if let Value::NDArray(a) = value {
+        if !a.is_owned() {
+            // Its descriptor dies with this callback: the caller would get a dangling view.
+            return Err(Error::value_error(
+                "polyffi: a borrowed NDArray view cannot be returned from a callback",
+            ));
+        }
+    }
     let holder = value.prepare()?;
     let (mut v, mut code) = value.raw(&holder);
     // SAFETY: `ret` is the handle this callback received; the runtime copies strings and

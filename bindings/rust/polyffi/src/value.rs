@@ -35,24 +35,24 @@ pub(crate) const NDARRAY: c_int = sys::kTVMNDArrayHandle as c_int;
 pub(crate) const RVALUE_REF: c_int = sys::kTVMObjectRValueRefArg as c_int;
 pub(crate) const BOOL: c_int = sys::kTVMArgBool as c_int;
 
-/// The name the conformance suite and error messages use for a type code.
-pub fn type_code_name(code: c_int) -> &'static str {
-    match code {
-        INT | UINT => "int",
-        FLOAT => "float",
-        OPAQUE => "handle",
-        NULL => "None",
-        DTYPE => "dtype",
-        DEVICE => "Device",
-        DLTENSOR | NDARRAY => "NDArray",
-        OBJECT | RVALUE_REF => "Object",
-        MODULE => "Module",
-        FUNC => "Function",
-        STR => "str",
-        BYTES => "bytes",
-        BOOL => "bool",
-        _ => "unknown",
-    }
+/// A core global function looked up once per process (e.g. `runtime.ArraySize`).
+macro_rules! core_global {
+    ($name:literal) => {{
+        static F: std::sync::OnceLock<$crate::function::Function> = std::sync::OnceLock::new();
+        match F.get() {
+            Some(f) => Ok(f),
+            None => $crate::function::Function::global($name).map(|f| F.get_or_init(|| f)),
+        }
+    }};
+}
+pub(crate) use core_global;
+
+/// The name error messages give a type code (`int`, `float`, `NDArray`, ...): the core's
+/// (`polyffi.TypeCodeName`, looked up once), so a mismatch reads as in every other binding.
+pub fn type_code_name(code: c_int) -> String {
+    core_global!("polyffi.TypeCodeName")
+        .and_then(|f| f.invoke::<String>((i64::from(code),)))
+        .unwrap_or_else(|_| format!("type code {code}"))
 }
 
 // ---- Device and DataType ---------------------------------------------------------------------
@@ -131,46 +131,16 @@ impl DataType {
     pub const BOOL: DataType = DataType::new(sys::kDLBool as u8, 8, 1);
 
     /// Parses `int|uint|float|bfloat` with optional bits (default 32; bfloat 16), `bool`
-    /// (8 bits) or `handle` (64 bits), each with an optional `xLANES`. ValueError otherwise.
+    /// (8 bits) or `handle` (64 bits), each with an optional `xLANES`; ValueError otherwise.
+    /// The core parses (`polyffi.DataTypeFromString`, looked up once): one spelling for every
+    /// binding.
     pub fn parse(s: &str) -> Result<DataType> {
-        let bad = || Error::value_error(format!("unknown dtype '{s}'"));
-        const PREFIXES: [(&str, u32, u8); 6] = [
-            ("bool", sys::kDLBool, 8),
-            ("handle", sys::kDLOpaqueHandle, 64),
-            ("bfloat", sys::kDLBfloat, 16),
-            ("float", sys::kDLFloat, 32),
-            ("uint", sys::kDLUInt, 32),
-            ("int", sys::kDLInt, 32),
-        ];
-        let (rest, code, mut bits) = PREFIXES
-            .iter()
-            .find_map(|&(p, code, bits)| s.strip_prefix(p).map(|r| (r, code as u8, bits)))
-            .ok_or_else(bad)?;
-        let fixed = code == sys::kDLBool as u8 || code == sys::kDLOpaqueHandle as u8;
-        let (bits_text, lanes_text) = match rest.split_once('x') {
-            Some((b, l)) => (b, Some(l)),
-            None => (rest, None),
-        };
-        if !bits_text.is_empty() {
-            if fixed || !bits_text.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(bad());
-            }
-            bits = match bits_text.parse::<u32>() {
-                Ok(b) if (1..=255).contains(&b) => b as u8,
-                _ => return Err(bad()),
-            };
-        }
-        let lanes = match lanes_text {
-            None => 1,
-            Some(l) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => {
-                match l.parse::<u32>() {
-                    Ok(n) if (1..=65535).contains(&n) => n as u16,
-                    _ => return Err(bad()),
-                }
-            }
-            Some(_) => return Err(bad()),
-        };
-        Ok(DataType { code, bits, lanes })
+        let packed: i64 = core_global!("polyffi.DataTypeFromString")?.invoke((s,))?;
+        Ok(DataType {
+            code: (packed & 0xff) as u8,
+            bits: ((packed >> 8) & 0xff) as u8,
+            lanes: ((packed >> 16) & 0xffff) as u16,
+        })
     }
 
     /// Bytes per element (all lanes).
@@ -195,26 +165,17 @@ impl DataType {
     }
 }
 
+/// The core's spelling (`runtime.DLDataType2String`, looked up once). A dtype with no string
+/// form that would read back as itself prints as `<dtype CODE:BITSxLANES>`, as in the C
+/// bindings, which no parser accepts.
 impl fmt::Display for DataType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = u32::from(self.code);
-        if (code == sys::kDLBool && self.bits == 8) || (code == sys::kDLUInt && self.bits == 1) {
-            f.write_str("bool")?;
-        } else if code == sys::kDLOpaqueHandle {
-            f.write_str("handle")?;
-        } else {
-            match code {
-                sys::kDLInt => write!(f, "int{}", self.bits)?,
-                sys::kDLUInt => write!(f, "uint{}", self.bits)?,
-                sys::kDLFloat => write!(f, "float{}", self.bits)?,
-                sys::kDLBfloat => write!(f, "bfloat{}", self.bits)?,
-                _ => write!(f, "custom{}_{}", self.code, self.bits)?,
-            }
+        let printed = core_global!("runtime.DLDataType2String")
+            .and_then(|g| g.invoke::<String>((Value::DataType(*self),)));
+        match printed {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "<dtype {}:{}x{}>", self.code, self.bits, self.lanes),
         }
-        if self.lanes != 1 {
-            write!(f, "x{}", self.lanes)?;
-        }
-        Ok(())
     }
 }
 
@@ -326,18 +287,6 @@ fn known_types() -> &'static KnownTypes {
         }
     })
 }
-
-/// A core global function looked up once per process (e.g. `runtime.ArraySize`).
-macro_rules! core_global {
-    ($name:literal) => {{
-        static F: std::sync::OnceLock<$crate::function::Function> = std::sync::OnceLock::new();
-        match F.get() {
-            Some(f) => Ok(f),
-            None => $crate::function::Function::global($name).map(|f| F.get_or_init(|| f)),
-        }
-    }};
-}
-pub(crate) use core_global;
 
 /// A shape: TVM's `runtime.ShapeTuple` (`ffi.Shape` in TVM 0.27) as the dimensions themselves.
 ///
@@ -1355,11 +1304,25 @@ mod tests {
             "boolx",
             "bool8",
         ] {
-            assert_eq!(
-                DataType::parse(bad).unwrap_err().kind(),
-                "ValueError",
-                "{bad}"
-            );
+            let err = DataType::parse(bad).unwrap_err();
+            assert_eq!(err.kind(), "ValueError", "{bad}");
+            // The core's words, as every binding says them.
+            assert_eq!(err.message(), format!("unknown dtype '{bad}'"));
         }
+    }
+
+    #[test]
+    fn dtype_without_a_string_form_prints_as_the_c_bindings_do() {
+        assert_eq!(DataType::new(45, 2, 8192).to_string(), "<dtype 45:2x8192>");
+        assert_eq!(DataType::new(sys::kDLUInt as u8, 1, 1).to_string(), "bool");
+    }
+
+    #[test]
+    fn type_code_names_are_the_cores() {
+        assert_eq!(type_code_name(INT), "int");
+        assert_eq!(type_code_name(FLOAT), "float");
+        assert_eq!(type_code_name(NDARRAY), "NDArray");
+        assert_eq!(type_code_name(STR), "str");
+        assert_eq!(type_code_name(99), "unknown type code");
     }
 }

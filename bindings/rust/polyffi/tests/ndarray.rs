@@ -120,3 +120,22 @@ fn clone_shares_the_array() {
     assert_eq!(c.shape(), &[2, 2]);
     assert_eq!(c.as_slice::<u8>().unwrap(), &[1, 2, 3, 4]);
 }
+
+/// A view a callback received lives only as long as the call; returning it is a ValueError (as
+/// in Python and Node), not a dangling array in the caller's hands.
+#[test]
+fn a_callback_cannot_return_a_borrowed_view() {
+    let apply = common::global("testing.apply");
+    let identity = polyffi::Function::from_closure(|args: &[Value]| Ok(args[0].clone())).unwrap();
+    let a = ArrayD::from_shape_vec(IxDyn(&[2]), vec![1.0f64, 2.0]).unwrap();
+    let err = apply.invoke::<Value>((&identity, &a.view())).unwrap_err();
+    assert_eq!(err.kind(), "ValueError", "{err}");
+    assert_eq!(
+        err.message(),
+        "polyffi: a borrowed NDArray view cannot be returned from a callback"
+    );
+    // An owned array still goes back and forth.
+    let owned = NDArray::from_slice(&[3.0f64, 4.0], &[2]).unwrap();
+    let back: NDArray = apply.invoke((&identity, &owned)).unwrap();
+    assert_eq!(back.as_slice::<f64>().unwrap(), &[3.0, 4.0]);
+}

@@ -352,3 +352,61 @@ fn kernels_reject_bad_arguments() {
     vadd.invoke::<()>((&a, &c, &out)).unwrap();
     assert_eq!(out.as_slice::<f32>().unwrap(), &[3f32; 10]);
 }
+
+/// An HWC image transposed to the model's NCHW (a strided `ndarray` view) is copied by
+/// `set_input`, as TVM's frontends copy it, in every binding (the core gathers it).
+#[test]
+fn set_input_copies_a_transposed_image() {
+    let dir = fixtures().join("conv_b1");
+    let io = read_json(&dir.join("io.json"));
+    let input = &io["inputs"][0];
+    let bytes = raw(&dir, input);
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let nchw = ndarray::Array4::from_shape_vec((1, 3, 16, 16), values).unwrap();
+    let hwc = nchw
+        .index_axis(ndarray::Axis(0), 0)
+        .permuted_axes([1, 2, 0])
+        .as_standard_layout()
+        .into_owned();
+    assert!(hwc.is_standard_layout());
+    let chw = hwc
+        .view()
+        .permuted_axes([2, 0, 1])
+        .insert_axis(ndarray::Axis(0));
+    assert!(!chw.is_standard_layout());
+    assert_eq!(chw, nchw);
+    let g = GraphModule::from_factory(&factory("conv_b1"), Device::cpu(0)).unwrap();
+    g.set_input("data", &chw).unwrap();
+    g.run().unwrap();
+    assert_same_as_tvm(
+        &g.get_output(0).unwrap(),
+        &dir,
+        &io["outputs"][0],
+        "conv_b1 transposed",
+    );
+}
+
+/// A bad input key reads the same in every binding: KeyError / IndexError naming set_input.
+#[test]
+fn set_input_bad_key_is_the_same_error_in_every_binding() {
+    let dir = fixtures().join("digits_b1");
+    let io = read_json(&dir.join("io.json"));
+    let x = load_tensor(&dir, &io["inputs"][0]);
+    let g = GraphModule::from_factory(&factory("digits_b1"), Device::cpu(0)).unwrap();
+    let err = g.set_input("dta", &x).unwrap_err();
+    assert_eq!(err.kind(), "KeyError");
+    assert_eq!(
+        err.message(),
+        "set_input: the graph has no input named 'dta'"
+    );
+    let err = g.set_input(7usize, &x).unwrap_err();
+    assert_eq!(err.kind(), "IndexError");
+    assert!(
+        err.message()
+            .starts_with("set_input: input index 7 out of range"),
+        "{err}"
+    );
+}

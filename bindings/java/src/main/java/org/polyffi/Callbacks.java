@@ -187,6 +187,11 @@ final class Callbacks {
       fr.retCode = Values.BYTES;
     } else if (r instanceof Handle) {
       Handle h = (Handle) r;
+      if (h.typeCode() == Values.DLTENSOR) {
+        // A view the callback received: its DLTensor dies with the call (as Python, Node, Rust).
+        throw new FFIException(
+            "ValueError", "a borrowed NDArray view cannot be returned from a callback");
+      }
       fr.retValue = h.handle();
       fr.retCode = h.typeCode();
       fr.retRef = h; // keeps it reachable until the glue has set the return

@@ -55,6 +55,7 @@ public final class GraphModule implements AutoCloseable {
   }
 
   private volatile Runner runner;
+  private volatile boolean closed;
 
   /** Runners replaced by loadParams: calls may be in flight on them; closed with this. */
   private final List<Runner> retired = new ArrayList<>();
@@ -197,41 +198,49 @@ public final class GraphModule implements AutoCloseable {
   }
 
   public void setInput(String name, NDArray value) {
+    ensureOpen();
     setInput.call(name, value);
   }
 
   public void setInput(int index, NDArray value) {
+    ensureOpen();
     setInput.call((long) index, value);
   }
 
   public void run() {
+    ensureOpen();
     run.call();
   }
 
   /** A new array holding output index (the caller closes it). */
   public NDArray getOutput(int index) {
+    ensureOpen();
     return (NDArray) getOutput.call((long) index);
   }
 
   /** Copies output index into out; returns out. */
   public NDArray getOutput(int index, NDArray out) {
+    ensureOpen();
     Object r = getOutput.call((long) index, out);
     if (r instanceof AutoCloseable && r != out) ((NDArray) r).close();
     return out;
   }
 
   public int getNumOutputs() {
+    ensureOpen();
     return Math.toIntExact((Long) getNumOutputs.call());
   }
 
   /** The index of input name, -1 when there is none. */
   public int getInputIndex(String name) {
+    ensureOpen();
     if (getInputIndex == null) throw new FFIException("AttributeError", "no get_input_index");
     return Math.toIntExact((Long) getInputIndex.call(name));
   }
 
   /** Loads params into the executor; {@link #infer} takes them too (through a new runner). */
   public synchronized void loadParams(byte[] params) {
+    ensureOpen();
     loadParams.call((Object) params);
     Runner old = runner;
     if (old != null) {
@@ -274,6 +283,7 @@ public final class GraphModule implements AutoCloseable {
   }
 
   private Runner liveRunner() {
+    ensureOpen();
     Runner r = runner;
     if (r == null) {
       throw new FFIException(
@@ -292,8 +302,14 @@ public final class GraphModule implements AutoCloseable {
     return out;
   }
 
+  /** Use after close is an IllegalStateException naming this class, as for every handle. */
+  private void ensureOpen() {
+    if (closed) throw new IllegalStateException("GraphModule is closed");
+  }
+
   @Override
-  public void close() {
+  public synchronized void close() {
+    closed = true;
     setInput.close();
     run.close();
     getOutput.close();

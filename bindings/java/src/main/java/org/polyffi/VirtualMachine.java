@@ -53,6 +53,7 @@ public final class VirtualMachine implements AutoCloseable {
   private final Module module;
   private final Device device;
   private final Map<String, Function> functions = new ConcurrentHashMap<>();
+  private volatile boolean closed;
 
   /** A VM for the executable lib on device with the pooled allocator (TVM's default). */
   public VirtualMachine(Module lib, Device device) {
@@ -122,6 +123,7 @@ public final class VirtualMachine implements AutoCloseable {
    */
   public Function getFunction(String name) {
     Objects.requireNonNull(name, "name");
+    ensureOpen();
     Function f = functions.get(name);
     if (f == null) {
       f = module.getFunction(name, false);
@@ -140,6 +142,7 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** Whether the executable has a function name. */
   public boolean hasFunction(String name) {
+    ensureOpen();
     if (functions.containsKey(name)) return true;
     try {
       getFunction(name);
@@ -212,6 +215,7 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** The parameter names of funcName, in order. */
   public List<String> paramNames(String funcName) {
+    ensureOpen();
     List<String> out = new ArrayList<>();
     try (Function names = runner.getFunction("param_names")) {
       for (Object x : (List<?>) convertResult(names.call(funcName))) out.add((String) x);
@@ -219,8 +223,14 @@ public final class VirtualMachine implements AutoCloseable {
     return out;
   }
 
+  /** Use after close is an IllegalStateException naming this class, as for every handle. */
+  private void ensureOpen() {
+    if (closed) throw new IllegalStateException("VirtualMachine is closed");
+  }
+
   @Override
   public synchronized void close() {
+    closed = true;
     for (Function f : functions.values()) f.close();
     functions.clear();
     run.close();

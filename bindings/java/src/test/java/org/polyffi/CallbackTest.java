@@ -175,6 +175,23 @@ class CallbackTest {
   }
 
   @Test
+  void aBorrowedViewCannotBeReturned() {
+    // A view a callback received (code DLTensor) dies with the call: returning it is a
+    // ValueError, as in Python, Node and Rust, not a dangling array for the caller.
+    try (Function apply = Function.getGlobal("testing.apply");
+        NDArray owned = NDArray.empty(new long[] {2}, DataType.FLOAT64)) {
+      NDArray view = new NDArray(owned.handle(), Values.DLTENSOR, false);
+      try (Function f = Function.convert(args -> view)) {
+        FFIException e = assertThrows(FFIException.class, () -> apply.call(f));
+        assertEquals("ValueError", e.getKind());
+        assertTrue(
+            e.getMessage().endsWith("a borrowed NDArray view cannot be returned from a callback"),
+            e.getMessage());
+      }
+    }
+  }
+
+  @Test
   void unsupportedReturnIsATypeError() {
     try (Function apply = Function.getGlobal("testing.apply");
         Function f = Function.convert(args -> new Object())) {

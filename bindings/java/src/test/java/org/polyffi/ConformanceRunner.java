@@ -146,6 +146,7 @@ final class ConformanceRunner {
           throw new IllegalArgumentException("host boom");
         });
     HOSTS.put("host.return_none", a -> null);
+    HOSTS.put("host.return_unsupported", a -> new Object());
     HOSTS.put("host.adder", ConformanceRunner::hostAdder);
     HOSTS.put(
         "host.call_echo",

@@ -19,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -612,6 +613,28 @@ class Tvm027ModelsTest {
         for (Module m : imports) m.close();
       }
       assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6, 7, 8}, out.toFloatArray());
+    }
+  }
+
+  @Test
+  void closedVirtualMachineSaysItIsTheVirtualMachine() {
+    try (Module lib = Module.load(RELAX.resolve("mlp_const.so").toString())) {
+      VirtualMachine vm = new VirtualMachine(lib, Device.cpu());
+      vm.close();
+      vm.close(); // idempotent, like every handle
+      for (Executable use :
+          List.<Executable>of(
+              () -> vm.invoke("forward"),
+              () -> vm.invokeAsync("forward"),
+              () -> vm.getFunction("forward"),
+              () -> vm.hasFunction("forward"),
+              () -> vm.setInput("forward"),
+              () -> vm.invokeStateful("forward"),
+              () -> vm.getOutputs("forward"),
+              () -> vm.paramNames("forward"))) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, use);
+        assertEquals("VirtualMachine is closed", e.getMessage());
+      }
     }
   }
 

@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -138,6 +139,33 @@ class TvmModelsTest {
       }
       try (GraphModule gm = GraphModule.fromFactory(lib, Device.cpu())) {
         checkOutputs(gm, dir);
+      }
+    }
+  }
+
+  @Test
+  void closedGraphModuleSaysItIsTheGraphModule() throws IOException {
+    Path dir = FIXTURES.resolve("digits_b1");
+    try (Module lib = Module.load(dir.resolve("factory.so").toString());
+        NDArray x = NDArray.empty(new long[] {1, 64}, DataType.FLOAT32)) {
+      GraphModule gm = GraphModule.fromFactory(lib, Device.cpu());
+      gm.close();
+      gm.close(); // idempotent, like every handle
+      for (Executable use :
+          List.<Executable>of(
+              () -> gm.setInput("data", x),
+              () -> gm.setInput(0, x),
+              gm::run,
+              () -> gm.getOutput(0),
+              () -> gm.getOutput(0, x),
+              gm::getNumOutputs,
+              () -> gm.getInputIndex("data"),
+              () -> gm.loadParams(new byte[0]),
+              () -> gm.infer(x),
+              () -> gm.infer(Map.of("data", x)),
+              gm::inputNames)) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, use);
+        assertEquals("GraphModule is closed", e.getMessage());
       }
     }
   }
