@@ -109,6 +109,12 @@ def sampling_cases():
                         run_case(cases, fn, [logits, temperature, top_p, u])
                 run_case(cases, fn, [logits, 1.0, 0.9, 0.0])
                 run_case(cases, fn, [logits, 0.8, 1.0, 0.9999999])
+    # NaN logits: no strict order, so the result shows where std::sort left them.
+    for vocab in (33, 1000):
+        logits = logits_of(rng, (1, vocab))
+        logits[rng.random((1, vocab)) < 0.05] = np.nan
+        for temperature in (0.0, 1.0):
+            run_case(cases, fn, [logits, temperature, 0.9, float(rng.random())])
     fn = "vm.builtin.sample_top_p_from_prob"
     for vocab in (1, 7, 33, 1000, 2048):
         for kind in ("peaked", "flat", "ties"):
@@ -121,6 +127,11 @@ def sampling_cases():
                     run_case(cases, fn, [prob, top_p, u])
     nan = np.full((1, 5), np.nan, dtype="float32")
     run_case(cases, fn, [nan, 0.9, 0.5])
+    for vocab in (33, 1000):
+        prob = softmax(logits_of(rng, (1, vocab)))
+        prob[rng.random((1, vocab)) < 0.05] = np.nan
+        for top_p in (0.5, 1.0):
+            run_case(cases, fn, [prob, top_p, float(rng.random())])
     fn = "vm.builtin.multinomial_from_uniform"
     for batch, vocab in ((1, 1), (1, 10), (4, 33), (3, 1000)):
         prob = softmax(logits_of(rng, (batch, vocab)))

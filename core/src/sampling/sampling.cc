@@ -96,7 +96,7 @@ int64_t SampleTopPFromLogits(const Args& args) {
   }
   if (!(uniform_sample <= data[0].first)) {
     Throw("InternalError", "Check failed: uniform_sample <= data[0].first (", uniform_sample,
-          " vs. ", data[0].first, ")");
+          " vs. ", data[0].first, ") :");
   }
   return data[0].second;
 }
