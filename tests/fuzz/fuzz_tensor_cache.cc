@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -20,13 +21,27 @@
 
 namespace {
 
-std::string Dir() {
-  static const std::string dir = [] {
-    std::string d = "/tmp/polyffi_fuzz_tensor_cache_" + std::to_string(::getpid());
-    FUZZ_CHECK(::mkdir(d.c_str(), 0700) == 0 || errno == EEXIST);
-    return d;
-  }();
+const char* const kFiles[] = {"tensor-cache.json", "params_shard_0.bin", "params_shard_1.bin",
+                              "params_shard_2.bin"};
+
+std::string& DirPath() {
+  static std::string dir;
   return dir;
+}
+
+/*! \brief The directory's files and the directory itself go when the fuzzer exits. */
+void RemoveDir() {
+  for (const char* f : kFiles) ::unlink((DirPath() + "/" + f).c_str());
+  ::rmdir(DirPath().c_str());
+}
+
+const std::string& Dir() {
+  if (DirPath().empty()) {
+    DirPath() = "/tmp/polyffi_fuzz_tensor_cache_" + std::to_string(::getpid());
+    FUZZ_CHECK(::mkdir(DirPath().c_str(), 0700) == 0 || errno == EEXIST);
+    std::atexit(RemoveDir);
+  }
+  return DirPath();
 }
 
 void Write(const std::string& path, const std::string& bytes) {
@@ -62,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string index = in.ConsumeRandomLengthString();
   Write(dir + "/tensor-cache.json", index);
   for (int i = 0; i < 3; ++i) {
-    const std::string path = dir + "/params_shard_" + std::to_string(i) + ".bin";
+    const std::string path = dir + "/" + kFiles[i + 1];
     if (i < shards) {
       Write(path, in.ConsumeRandomLengthString());
     } else {
