@@ -43,6 +43,9 @@ ci/test-node.sh
 step "Java binding (mvn verify, with its conformance runner) and the JVM app"
 ci/test-java.sh
 
+step "Open Inference Protocol servers (tests/serving: tritonclient against every language's server)"
+ci/test-serving.sh
+
 step "README snippets, run as a user would (C, Python, Rust, Node.js, Java)"
 ci/test-readme.sh
 

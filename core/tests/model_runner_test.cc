@@ -17,57 +17,20 @@
 #include <thread>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
+
+using fixture::ArrayItem;
+using fixture::ArraySize;
+using fixture::Call;
+using fixture::Global;
+using fixture::LastError;
+using fixture::ReadFile;
+using fixture::Val;
 
 const std::string kTvm018 = TVM018_DIR;
 const std::string kRelax = std::string(TVM027_DIR) + "/relax";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-std::string LastError() { return TVMGetLastError(); }
-
-/*! \brief An owned call result (or an owned handle). */
-struct Val {
-  TVMValue v{};
-  int code = kTVMNullptr;
-  Val() = default;
-  Val(const Val&) = delete;
-  Val& operator=(const Val&) = delete;
-  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
-  ~Val() {
-    if (code == kTVMNDArrayHandle) {
-      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
-    } else if (code == kTVMObjectHandle || code == kTVMModuleHandle ||
-               code == kTVMPackedFuncHandle) {
-      TVMObjectFree(v.v_handle);
-    }
-  }
-  DLTensor* tensor() const {
-    return code == kTVMNDArrayHandle ? static_cast<DLTensor*>(v.v_handle) : nullptr;
-  }
-};
-
-/*! \brief Call f; throws the last error's text on failure. */
-Val Call(TVMFunctionHandle f, std::vector<TVMValue> v, std::vector<int> c) {
-  Val r;
-  if (TVMFuncCall(f, v.data(), c.data(), static_cast<int>(v.size()), &r.v, &r.code) != 0) {
-    throw std::runtime_error(LastError());
-  }
-  return r;
-}
-
-TVMFunctionHandle Global(const char* name) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal(name, &f);
-  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
-  return f;
-}
 
 /*! \brief A module's function, owned. */
 struct Fn {
@@ -101,16 +64,6 @@ Val MakeRunner(const char* global, const Val& module, std::vector<TVMValue> extr
   v.insert(v.end(), extra_v.begin(), extra_v.end());
   c.insert(c.end(), extra_c.begin(), extra_c.end());
   return Call(Global(global), v, c);
-}
-
-int64_t ArraySize(const Val& arr) {
-  return Call(Global("runtime.ArraySize"), {arr.v}, {arr.code}).v.v_int64;
-}
-
-Val ArrayItem(const Val& arr, int64_t i) {
-  TVMValue idx;
-  idx.v_int64 = i;
-  return Call(Global("runtime.ArrayGetItem"), {arr.v, idx}, {arr.code, kTVMArgInt});
 }
 
 std::string Bytes(const DLTensor* t) {

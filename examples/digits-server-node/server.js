@@ -1,25 +1,146 @@
 #!/usr/bin/env node
 'use strict';
-// A digits inference server on node:http.
-//   POST /predict  body: {"inputs": [[64 floats], ...]} (or the bare array of rows)
-//                  -> {"classes": [...], "probabilities": [[10 floats], ...]}
-//   GET  /health   -> {"status": "ok", "activePredictions": n, "uptimeSeconds": s}
-// The model runs through callAsync (GraphModule.runAsync) on the libuv pool, so /health and
-// other requests are answered while a large batch is being classified.
-// usage: node server.js [--host 127.0.0.1] [--port 8080] [--model DIR] [--lib PATH]
+// An Open Inference Protocol (KServe v2) REST server on node:http over the polyffi Node binding.
+//
+//   node server.js MODEL_DIR PORT [--host 127.0.0.1]
+//
+// Serves every model in MODEL_DIR under its file's stem (docs/serving.md, "The model folder"):
+//   NAME.so   a TVM 0.18 export (graph executor factory) or a TVM 0.27 relax VM executable (its
+//             function `main`, or `forward` when it has no `main`);
+//   NAME/     graph.json, an optional params.bin and one kernel library *.so (a graph model's
+//             three artifacts, e.g. examples/digits).
+// Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/NAME (metadata),
+// GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors: {"error": "..."}
+// with 400 (the binding's typed error, "ValueError: ...") or 404 (unknown model or route).
+// Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
+// Models run with inferAsync / invokeAsync on the libuv pool over the core's stateless model
+// runners, so concurrent requests share one loaded model and the event loop keeps answering.
+const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { DigitsModel, FEATURES, CLASSES } = require('./model');
+const ffi = (() => {
+  try {
+    return require('polyffi'); // after `npm install` here
+  } catch {
+    return require('../../bindings/node'); // straight from the repository
+  }
+})();
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const MAX_BODY = 16 * 1024 * 1024;
-const MAX_ROWS = 100000;
+const MAX_BODY = 64 * 1024 * 1024;
+
+// OIP datatype -> [TVM dtype, TypedArray]; FP16 has no TypedArray in the Node versions we support.
+const DATATYPES = {
+  BOOL: ['bool', Uint8Array],
+  UINT8: ['uint8', Uint8Array],
+  UINT16: ['uint16', Uint16Array],
+  UINT32: ['uint32', Uint32Array],
+  UINT64: ['uint64', BigUint64Array],
+  INT8: ['int8', Int8Array],
+  INT16: ['int16', Int16Array],
+  INT32: ['int32', Int32Array],
+  INT64: ['int64', BigInt64Array],
+  FP32: ['float32', Float32Array],
+  FP64: ['float64', Float64Array],
+};
+const OIP_OF_DTYPE = Object.fromEntries(Object.entries(DATATYPES).map(([k, [d]]) => [d, k]));
+OIP_OF_DTYPE.float16 = 'FP16';
 
 class HttpError extends Error {
   constructor(status, message) {
     super(message);
     this.status = status;
   }
+}
+
+// A JS exception from the binding as the text clients get: "Kind: message".
+function typedError(e) {
+  if (e instanceof ffi.FFIError) return `${e.kind}: ${e.message}`;
+  return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : String(e)}`;
+}
+
+function call(fn, ...args) {
+  try {
+    return fn(...args);
+  } finally {
+    fn.dispose();
+  }
+}
+
+function oip(tensor) {
+  return {
+    name: tensor.name,
+    datatype: tensor.dtype === null ? null : OIP_OF_DTYPE[tensor.dtype] || tensor.dtype,
+    shape: tensor.shape,
+  };
+}
+
+function loadGraph(name, gm) {
+  const sig = JSON.parse(call(gm.runner.getFunction('signature')));
+  return {
+    name, kind: 'graph', inputs: sig.inputs, outputs: sig.outputs,
+    run: async (arrays) => {
+      const named = {};
+      sig.inputs.forEach((t, i) => { named[t.name] = arrays[i]; });
+      return gm.inferAsync(named);
+    },
+  };
+}
+
+function loadVm(name, lib) {
+  const vm = new ffi.VirtualMachine(lib, ffi.cpu());
+  const fn = vm.hasFunction('main') ? 'main' : vm.hasFunction('forward') ? 'forward' : null;
+  if (fn === null) {
+    throw new ffi.FFIError("the relax executable has neither a 'main' nor a 'forward' function",
+      'TypeError');
+  }
+  const sig = JSON.parse(call(vm.runner.getFunction('signature'), fn));
+  const flatten = (r) => (Array.isArray(r) ? r.flatMap(flatten) : [r]);
+  return {
+    name, kind: 'relax_vm', inputs: sig.inputs, outputs: sig.outputs,
+    run: async (arrays) => flatten(await vm.invokeAsync(fn, ...arrays)),
+  };
+}
+
+// The model at `file` (a .so or a three-artifact folder), or null for anything else.
+function loadModel(file) {
+  const base = path.basename(file);
+  if (fs.statSync(file).isDirectory()) {
+    const graph = path.join(file, 'graph.json');
+    const libs = fs.readdirSync(file).filter((f) => f.endsWith('.so')).sort();
+    if (!fs.existsSync(graph) || libs.length !== 1) return null;
+    const params = path.join(file, 'params.bin');
+    const gm = ffi.GraphModule.fromParts(fs.readFileSync(graph, 'utf8'),
+      ffi.loadModule(path.join(file, libs[0])),
+      fs.existsSync(params) ? fs.readFileSync(params) : null);
+    return loadGraph(base, gm);
+  }
+  if (!base.endsWith('.so')) return null;
+  const lib = ffi.loadModule(file);
+  const has = (n) => {
+    const f = lib.getFunction(n, { allowMissing: true });
+    if (f) f.dispose();
+    return f !== null;
+  };
+  const name = base.slice(0, -3);
+  if (has('vm_load_executable')) return loadVm(name, lib);
+  if (has('default')) return loadGraph(name, ffi.GraphModule.fromFactory(lib));
+  return null;
+}
+
+function loadModels(dir) {
+  const models = new Map();
+  for (const entry of fs.readdirSync(dir).sort()) {
+    let model;
+    try {
+      model = loadModel(path.join(dir, entry));
+    } catch (e) {
+      console.error(`skipping ${entry}: ${typedError(e)}`);
+      continue;
+    }
+    if (model === null) console.error(`skipping ${entry}: not a model`);
+    else models.set(model.name, model);
+  }
+  return models;
 }
 
 function readBody(req) {
@@ -40,100 +161,272 @@ function readBody(req) {
   });
 }
 
-// The request's rows as one Float32Array; 400 on anything that is not a batch of 64 numbers.
-function parseRows(body) {
-  let doc;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw new HttpError(400, `body is not JSON: ${e.message}`);
+// One request tensor as a TypedArray of the model's dtype, checked against its own shape; `raw`
+// is its bytes from the binary part of the request, if it came that way.
+function toTypedArray(t, spec, raw) {
+  const entry = DATATYPES[t.datatype];
+  if (!entry) {
+    throw new HttpError(400, `input '${spec.name}': unsupported datatype ${JSON.stringify(t.datatype)}`);
   }
-  const rows = Array.isArray(doc) ? doc : doc && doc.inputs;
-  if (!Array.isArray(rows) || rows.length === 0) {
-    throw new HttpError(400, 'expected {"inputs": [[64 numbers], ...]} with at least one row');
+  const [dtype, Ctor] = entry;
+  if (spec.dtype !== null && spec.dtype !== dtype) {
+    throw new HttpError(400, `input '${spec.name}': datatype ${t.datatype} but the model takes ` +
+      `${OIP_OF_DTYPE[spec.dtype] || spec.dtype}`);
   }
-  if (rows.length > MAX_ROWS) throw new HttpError(413, `at most ${MAX_ROWS} rows per request`);
-  const x = new Float32Array(rows.length * FEATURES);
-  rows.forEach((row, r) => {
-    if (!Array.isArray(row) || row.length !== FEATURES) {
-      throw new HttpError(400, `row ${r}: expected ${FEATURES} numbers`);
+  const count = t.shape.reduce((a, b) => a * b, 1);
+  if (raw !== undefined) {
+    if (raw.length !== count * Ctor.BYTES_PER_ELEMENT) {
+      throw new HttpError(400, `input '${spec.name}': shape [${t.shape}] of ${t.datatype} needs ` +
+        `${count * Ctor.BYTES_PER_ELEMENT} bytes but binary_data_size is ${raw.length}`);
     }
-    for (let j = 0; j < FEATURES; j++) {
-      const v = row[j];
-      if (typeof v !== 'number' || !Number.isFinite(v)) {
-        throw new HttpError(400, `row ${r}, column ${j}: expected a finite number`);
+    const out = new Ctor(count);
+    new Uint8Array(out.buffer).set(raw);
+    return [out, dtype];
+  }
+  const data = Array.isArray(t.data) ? t.data.flat(Infinity) : [t.data];
+  if (data.length !== count) {
+    throw new HttpError(400, `input '${spec.name}': shape [${t.shape}] holds ${count} elements ` +
+      `but data has ${data.length}`);
+  }
+  const out = new Ctor(count);
+  const big = Ctor === BigInt64Array || Ctor === BigUint64Array;
+  for (let i = 0; i < count; i++) {
+    const v = data[i];
+    const ok = dtype === 'bool' ? typeof v === 'boolean' || v === 0 || v === 1
+      : dtype.startsWith('float') ? typeof v === 'number'
+        : Number.isInteger(v);
+    if (ok) out[i] = big ? BigInt(v) : Number(v);
+    // An integer the TypedArray wrapped (300 in an INT8), or a float that overflowed (1e39 in an
+    // FP32), is out of the datatype's range.
+    const kept = dtype === 'bool' || (dtype.startsWith('float') ? Number.isFinite(out[i])
+      : out[i] === (big ? BigInt(v) : v));
+    if (!ok || !kept) {
+      throw new HttpError(400, `input '${spec.name}': data[${i}] = ${JSON.stringify(v)} is not ` +
+        `${t.datatype}${ok ? ' (out of its range)' : ''}`);
+    }
+  }
+  return [out, dtype];
+}
+
+// The request's inputs as NDArrays in the model's order. `blob`: the binary part of a request of
+// the binary tensor data extension (each input with a binary_data_size, in the order of inputs).
+function parseInputs(model, body, blob) {
+  if (!Array.isArray(body.inputs)) throw new HttpError(400, "the request has no 'inputs' list");
+  const byName = new Map();
+  const binary = new Map();
+  let offset = 0;
+  body.inputs.forEach((t, i) => {
+    if (t === null || typeof t !== 'object' || Array.isArray(t)) {
+      throw new HttpError(400, `inputs[${i}]: expected an object with name, shape, datatype, data`);
+    }
+    for (const key of ['name', 'shape', 'datatype']) {
+      if (!(key in t)) throw new HttpError(400, `inputs[${i}]: missing '${key}'`);
+    }
+    const params = t.parameters ?? {};
+    const size = params.binary_data_size;
+    if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
+      throw new HttpError(400, `inputs[${i}]: binary_data_size must be an integer >= 0`);
+    }
+    if (size === undefined && !('data' in t)) throw new HttpError(400, `inputs[${i}]: missing 'data'`);
+    if (size !== undefined) {
+      if (offset + size > blob.length) {
+        throw new HttpError(400, `input '${t.name}': binary_data_size ${size} runs past the ` +
+          `${blob.length} bytes of binary data`);
       }
-      x[r * FEATURES + j] = v;
+      binary.set(t.name, blob.subarray(offset, offset + size));
+      offset += size;
     }
+    if (typeof t.name !== 'string') throw new HttpError(400, `inputs[${i}]: 'name' must be a string`);
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
+      throw new HttpError(400, `input '${t.name}': shape must be a list of integers >= 0`);
+    }
+    if (byName.has(t.name)) throw new HttpError(400, `input '${t.name}' given twice`);
+    byName.set(t.name, t);
   });
-  return x;
+  if (offset !== blob.length) {
+    throw new HttpError(400, `the request has ${blob.length - offset} bytes of binary data that ` +
+      'no input claims');
+  }
+  const known = model.inputs.map((t) => t.name);
+  const unknown = [...byName.keys()].filter((n) => !known.includes(n)).sort();
+  if (unknown.length) {
+    throw new HttpError(400, `model '${model.name}' has no input named ` +
+      `${unknown.map((u) => `'${u}'`).join(', ')} (inputs: ${JSON.stringify(known)})`);
+  }
+  return model.inputs.map((spec) => {
+    const t = byName.get(spec.name);
+    if (!t) throw new HttpError(400, `missing input '${spec.name}'`);
+    const [data, dtype] = toTypedArray(t, spec, binary.get(spec.name));
+    return ffi.nd.array(data, t.shape, dtype);
+  });
+}
+
+// Whether an output goes in the binary part: its own binary_data, else the request's
+// binary_data_output (what tritonclient sends when it names no outputs).
+function wantsBinary(body, requested) {
+  const own = requested && requested.parameters;
+  if (own && typeof own === 'object' && 'binary_data' in own) return own.binary_data === true;
+  return Boolean(body.parameters && body.parameters.binary_data_output === true);
+}
+
+// The response document, and the bytes of the outputs that go in the binary part.
+function buildResponse(model, body, results) {
+  const names = results.map((_, i) =>
+    (model.outputs && model.outputs[i] ? model.outputs[i].name : `output_${i}`));
+  let chosen = results.map((_, i) => i);
+  let requested = chosen.map(() => null);
+  if (body.outputs !== undefined) {
+    if (!Array.isArray(body.outputs) ||
+      !body.outputs.every((o) => o && typeof o === 'object' && typeof o.name === 'string')) {
+      throw new HttpError(400, `'outputs' must be a list of {"name": ...}`);
+    }
+    chosen = body.outputs.map((o) => {
+      const i = names.indexOf(o.name);
+      if (i < 0) {
+        throw new HttpError(400, `model '${model.name}' has no output named '${o.name}' ` +
+          `(outputs: ${JSON.stringify(names)})`);
+      }
+      return i;
+    });
+    requested = body.outputs;
+  }
+  const blobs = [];
+  const outputs = chosen.map((i, k) => {
+    const a = results[i];
+    const dtype = a.dtype;
+    if (wantsBinary(body, requested[k])) {
+      const raw = a.toBuffer();
+      blobs.push(raw);
+      return { name: names[i], datatype: OIP_OF_DTYPE[dtype] || dtype, shape: a.shape,
+        parameters: { binary_data_size: raw.length } };
+    }
+    let data = Array.from(a.toTypedArray(), (v) => (typeof v === 'bigint' ? Number(v) : v));
+    if (dtype === 'bool') data = data.map((v) => v !== 0);
+    return { name: names[i], datatype: OIP_OF_DTYPE[dtype] || dtype, shape: a.shape, data };
+  });
+  const doc = { model_name: model.name, model_version: '1', outputs };
+  if (body.id !== undefined) doc.id = body.id;
+  return { doc, blobs };
 }
 
 function send(res, status, doc) {
   const body = JSON.stringify(doc);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, { 'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-function createServer(model) {
-  const started = Date.now();
-  let active = 0;
-  return http.createServer(async (req, res) => {
-    const url = req.url.split('?')[0];
-    try {
-      if (url === '/health') {
-        if (req.method !== 'GET') throw new HttpError(405, 'use GET');
-        send(res, 200, { status: 'ok', activePredictions: active,
-          uptimeSeconds: (Date.now() - started) / 1000 });
-        return;
-      }
-      if (url !== '/predict') throw new HttpError(404, `no route ${url}`);
-      if (req.method !== 'POST') throw new HttpError(405, 'use POST');
-      active += 1;
-      try {
-        const x = parseRows(await readBody(req));
-        const { classes, probs } = await model.classify(x);
-        const probabilities = classes.map((_, r) =>
-          Array.from(probs.subarray(r * CLASSES, (r + 1) * CLASSES)));
-        send(res, 200, { classes, probabilities });
-      } finally {
-        active -= 1;
-      }
-    } catch (e) {
-      if (e instanceof HttpError) {
-        send(res, e.status, { error: e.message });
-      } else {
-        send(res, 500, { error: String(e && e.message) });
-      }
+async function infer(model, req) {
+  let raw = await readBody(req);
+  let blob = Buffer.alloc(0);
+  const header = req.headers['inference-header-content-length'];
+  if (header !== undefined) { // the binary tensor data extension: JSON, then the tensors' bytes
+    if (!/^\d+$/.test(header) || Number(header) > raw.length) {
+      throw new HttpError(400, `Inference-Header-Content-Length ${JSON.stringify(header)} is not ` +
+        `a length within the ${raw.length}-byte body`);
     }
-  });
+    blob = raw.subarray(Number(header));
+    raw = raw.subarray(0, Number(header));
+  }
+  let body;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    if (e instanceof HttpError) throw e;
+    throw new HttpError(400, `the body is not JSON: ${e.message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new HttpError(400, 'the body must be a JSON object');
+  }
+  const arrays = parseInputs(model, body, blob);
+  let results;
+  try {
+    results = await model.run(arrays);
+  } catch (e) {
+    throw new HttpError(400, typedError(e));
+  } finally {
+    for (const a of arrays) a.dispose();
+  }
+  try {
+    return buildResponse(model, body, results);
+  } finally {
+    for (const r of results) r.dispose();
+  }
 }
 
-function parseArgs(argv) {
-  const opts = {
-    host: '127.0.0.1', port: 8080,
-    model: path.join(ROOT, 'examples', 'digits', 'model'),
-    lib: path.join(process.env.POLYFFI_LIB_DIR || path.join(ROOT, 'build', 'lib'), 'libdigits_model.so'),
+function createServer(models) {
+  const modelOf = (name) => {
+    const m = models.get(name);
+    if (!m) {
+      throw new HttpError(404, `unknown model '${name}' (served: ${JSON.stringify([...models.keys()])})`);
+    }
+    return m;
   };
-  for (let i = 0; i < argv.length; i += 2) {
-    const key = argv[i].replace(/^--/, '');
-    if (!(key in opts) || argv[i + 1] === undefined) throw new Error(`unknown option ${argv[i]}`);
-    opts[key] = key === 'port' ? Number(argv[i + 1]) : argv[i + 1];
-  }
-  return opts;
+  return http.createServer(async (req, res) => {
+    const url = req.url.split('?')[0];
+    const parts = url.split('/').map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return p;
+      }
+    });
+    try {
+      const get = req.method === 'GET';
+      if (get && url === '/v2/health/live') return send(res, 200, { live: true });
+      if (get && url === '/v2/health/ready') return send(res, 200, { ready: true });
+      if (parts[1] === 'v2' && parts[2] === 'models' && parts[3]) {
+        const model = modelOf(parts[3]);
+        if (get && parts.length === 4) {
+          return send(res, 200, {
+            name: model.name, versions: ['1'], platform: `polyffi_${model.kind}`,
+            inputs: model.inputs.map(oip), outputs: (model.outputs || []).map(oip),
+          });
+        }
+        if (get && parts.length === 5 && parts[4] === 'ready') {
+          return send(res, 200, { name: model.name, ready: true });
+        }
+        if (req.method === 'POST' && parts.length === 5 && parts[4] === 'infer') {
+          const { doc, blobs } = await infer(model, req);
+          if (blobs.length === 0) return send(res, 200, doc);
+          const head = Buffer.from(JSON.stringify(doc));
+          const all = Buffer.concat([head, ...blobs]);
+          res.writeHead(200, { 'content-type': 'application/octet-stream',
+            'inference-header-content-length': head.length, 'content-length': all.length });
+          return res.end(all);
+        }
+      }
+      throw new HttpError(404, `no route ${req.method} ${url}`);
+    } catch (e) {
+      if (e instanceof HttpError) send(res, e.status, { error: e.message });
+      else send(res, 500, { error: typedError(e) });
+    }
+    return undefined;
+  });
 }
 
 if (require.main === module) {
-  const opts = parseArgs(process.argv.slice(2));
-  const model = new DigitsModel({ modelDir: opts.model, libPath: opts.lib });
-  const server = createServer(model);
-  server.listen(opts.port, opts.host, () => {
+  const args = process.argv.slice(2);
+  let host = '127.0.0.1';
+  const hostAt = args.indexOf('--host');
+  if (hostAt >= 0) {
+    host = args[hostAt + 1];
+    args.splice(hostAt, 2);
+  }
+  if (args.length !== 2 || !/^\d+$/.test(args[1]) || !fs.statSync(args[0], { throwIfNoEntry: false })?.isDirectory()) {
+    console.error('usage: node server.js MODEL_DIR PORT [--host 127.0.0.1]');
+    process.exit(2);
+  }
+  const models = loadModels(args[0]);
+  for (const m of models.values()) console.error(`model ${m.name} (${m.kind})`);
+  const server = createServer(models);
+  server.listen(Number(args[1]), host, () => {
     const { address, port } = server.address();
-    console.log(`digits server listening on http://${address}:${port}`);
+    console.log(`listening on ${address}:${port}`);
   });
-  const stop = () => server.close(() => { model.dispose(); process.exit(0); });
+  const stop = () => process.exit(0); // nothing to flush: requests in flight are abandoned
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 }
 
-module.exports = { createServer, parseRows };
+module.exports = { createServer, loadModels };

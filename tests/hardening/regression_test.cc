@@ -522,7 +522,12 @@ TEST(RuntimeLibrary, EmptyTensorWithoutDataAndAnOffsetIsEmpty) {
   DLTensor empty{nullptr, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, shape, nullptr, 1};
   Global unique("relax.run.unique");
   Ret r = Call(unique.get(), {Handle(&empty, kTVMDLTensorHandle), Int(1), Int(0), Int(0), Int(0)});
-  EXPECT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(r.code, kTVMNDArrayHandle);
+  auto* out = static_cast<DLTensor*>(r.value.v_handle);
+  EXPECT_EQ(out->ndim, 1);
+  EXPECT_EQ(out->shape[0], 0);
+  EXPECT_EQ(TVMArrayFree(out), 0);
 }
 
 }  // namespace

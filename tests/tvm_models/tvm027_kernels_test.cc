@@ -21,30 +21,19 @@
 #include <utility>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
+
+using fixture::LastError;
+using fixture::ParseDType;
+using fixture::ReadFile;
+using fixture::TypeKey;
 
 using Json = nlohmann::json;
 const std::string kDir = std::string(TVM027_DIR) + "/kernels";
 const std::string kRelaxDir = std::string(TVM027_DIR) + "/relax";
 const std::string kLibDir = FFI_LIB_DIR;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-std::string LastError() { return TVMGetLastError(); }
-
-#define ASSERT_OK(call) ASSERT_EQ((call), 0) << LastError()
-
-DLDataType ParseDType(const std::string& s) {
-  DLDataType t;
-  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0) throw std::runtime_error("bad dtype " + s);
-  return t;
-}
 
 size_t Bytes(const std::vector<int64_t>& shape, DLDataType t) {
   size_t n = (t.bits * t.lanes + 7) / 8;
@@ -514,15 +503,6 @@ void RegisterEcho() {
   ASSERT_OK(TVMFuncCreateFromCFunc(EchoLoader, nullptr, nullptr, &f));
   ASSERT_OK(TVMFuncRegisterGlobal("ffi.Module.load_from_bytes.polyffi_test.echo", f, 1));
   TVMFuncFree(f);
-}
-
-std::string TypeKey(TVMModuleHandle m) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal("runtime.ModuleGetTypeKey", &f);
-  TVMValue r;
-  int code = 0;
-  EXPECT_EQ(Call(f, {Arg::Mod(m)}, &r, &code), "");
-  return code == kTVMStr ? r.v_str : "";
 }
 
 std::vector<TVMModuleHandle> Imports(TVMModuleHandle m) {

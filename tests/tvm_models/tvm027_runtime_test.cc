@@ -17,58 +17,18 @@
 #include <utility>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
+
+using fixture::Call;
+using fixture::Global;
+using fixture::LastError;
+using fixture::ReadFile;
+using fixture::Val;
 
 using Json = nlohmann::json;
 const std::string kDir = std::string(TVM027_DIR) + "/runtime";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-std::string LastError() { return TVMGetLastError(); }
-
-/*! \brief An owned call result or argument (tensors, objects and modules are freed). */
-struct Val {
-  TVMValue v{};
-  int code = kTVMNullptr;
-  Val() = default;
-  Val(const Val&) = delete;
-  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
-  Val& operator=(Val&& o) noexcept {
-    std::swap(v, o.v);
-    std::swap(code, o.code);
-    return *this;
-  }
-  ~Val() {
-    if (code == kTVMNDArrayHandle) {
-      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
-    } else if (code == kTVMObjectHandle || code == kTVMPackedFuncHandle) {
-      TVMObjectFree(v.v_handle);
-    } else if (code == kTVMModuleHandle) {
-      TVMModFree(v.v_handle);
-    }
-  }
-};
-
-Val Call(TVMFunctionHandle f, std::vector<TVMValue> v, std::vector<int> c) {
-  Val r;
-  if (TVMFuncCall(f, v.data(), c.data(), static_cast<int>(v.size()), &r.v, &r.code) != 0) {
-    throw std::runtime_error(LastError());
-  }
-  return r;
-}
-
-TVMFunctionHandle Global(const char* name) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal(name, &f);
-  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
-  return f;
-}
 
 int64_t IntCall(const char* global, const Val& obj, int64_t* index = nullptr) {
   std::vector<TVMValue> v{obj.v};

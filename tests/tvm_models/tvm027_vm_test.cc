@@ -16,27 +16,22 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
+
+using fixture::ArrayItem;
+using fixture::ArraySize;
+using fixture::Call;
+using fixture::Global;
+using fixture::LastError;
+using fixture::ParseDType;
+using fixture::ReadFile;
+using fixture::TypeKey;
+using fixture::Val;
 
 using Json = nlohmann::json;
 const std::string kDir = std::string(TVM027_DIR) + "/relax";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-std::string LastError() { return TVMGetLastError(); }
-#define ASSERT_OK(call) ASSERT_EQ((call), 0) << LastError()
-
-DLDataType ParseDType(const std::string& s) {
-  DLDataType t;
-  if (PolyffiDataTypeFromString(s.c_str(), &t) != 0) throw std::runtime_error("bad dtype " + s);
-  return t;
-}
 
 /*! \brief An owned NDArray. */
 struct Array {
@@ -59,66 +54,6 @@ struct Array {
     std::memcpy(h->data, b.data(), b.size());
   }
 };
-
-/*! \brief An owned call result. */
-struct Val {
-  TVMValue v{};
-  int code = kTVMNullptr;
-  Val() = default;
-  Val(const Val&) = delete;
-  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
-  ~Val() {
-    if (code == kTVMNDArrayHandle) {
-      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
-    } else if (code == kTVMObjectHandle || code == kTVMModuleHandle ||
-               code == kTVMPackedFuncHandle) {
-      TVMObjectFree(v.v_handle);
-    }
-  }
-  DLTensor* tensor() const {
-    return code == kTVMNDArrayHandle ? static_cast<DLTensor*>(v.v_handle) : nullptr;
-  }
-  std::string bytes() const {
-    DLTensor* t = tensor();
-    if (t == nullptr) return "<not a tensor: type code " + std::to_string(code) + ">";
-    size_t n = (t->dtype.bits * t->dtype.lanes + 7) / 8;
-    for (int i = 0; i < t->ndim; ++i) n *= static_cast<size_t>(t->shape[i]);
-    return std::string(static_cast<const char*>(t->data) + t->byte_offset, n);
-  }
-};
-
-Val Call(TVMFunctionHandle f, std::vector<TVMValue> v, std::vector<int> c) {
-  Val r;
-  int rc = TVMFuncCall(f, v.data(), c.data(), static_cast<int>(v.size()), &r.v, &r.code);
-  if (rc != 0) throw std::runtime_error(LastError());
-  return r;
-}
-
-TVMFunctionHandle Global(const char* name) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal(name, &f);
-  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
-  return f;
-}
-
-Val ArrayItem(const Val& arr, int64_t i) {
-  TVMValue v[2];
-  v[0] = arr.v;
-  v[1].v_int64 = i;
-  return Call(Global("runtime.ArrayGetItem"), {v[0], v[1]}, {arr.code, kTVMArgInt});
-}
-
-int64_t ArraySize(const Val& arr) {
-  return Call(Global("runtime.ArraySize"), {arr.v}, {arr.code}).v.v_int64;
-}
-
-std::string TypeKey(TVMModuleHandle m) {
-  TVMValue v, rv;
-  v.v_handle = m;
-  int c = kTVMModuleHandle, rc;
-  if (TVMFuncCall(Global("runtime.ModuleGetTypeKey"), &v, &c, 1, &rv, &rc) != 0) return "";
-  return rv.v_str;
-}
 
 /*! \brief A loaded library, its VM (initialised for the CPU, pooled) and `forward`. */
 struct Model {

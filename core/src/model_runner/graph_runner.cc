@@ -18,6 +18,7 @@
 //       storage, so misaligned or borrowed arrays are fine and may be reused at once.
 //   input_names()   the names of the graph's inputs that are not weights, an Array of strings.
 //   num_outputs()   how many outputs run returns.
+//   signature()     the inputs' and outputs' names, dtypes and shapes, as JSON (signature.cc).
 //   executor()      a graph executor of the runner's own, its weights set (a copy of them), for
 //                   TVM's stateful API (set_input, run, get_output): one caller at a time.
 //   pool_size()     how many executors the pool has made (diagnostics and tests).
@@ -144,6 +145,13 @@ class GraphRunner final : public ModuleObj {
     }
     if (name == "num_outputs") {
       return Accessor([self](RetValue* rv) { rv->SetInt(self->num_outputs_); }, fname);
+    }
+    if (name == "signature") {
+      return Accessor(
+          [self](RetValue* rv) {
+            rv->SetStr(GraphSignature(self->own_.get(), self->inputs_, self->num_outputs_));
+          },
+          fname);
     }
     if (name == "with_params") {
       return MakeFunction(

@@ -102,6 +102,19 @@ ObjectPtr<FunctionObj> SharedFunction(Runner* runner, const std::string& name,
   return nullptr;
 }
 
+/*!
+ * \brief The `signature` of a graph model as JSON (signature.cc): each input's and output's name,
+ *  dtype and shape, read from the executor's own storage.
+ */
+std::string GraphSignature(ModuleObj* executor, const std::vector<std::string>& inputs,
+                           int64_t num_outputs);
+/*!
+ * \brief The `signature` of VM function fn as JSON (signature.cc): each parameter's name, and the
+ *  dtype and shape (-1 for a symbolic dimension) its compiled checks require, or null.
+ */
+std::string VMSignature(ModuleObj* vm, const std::string& fn,
+                        const std::vector<std::string>& param_names);
+
 /*! \brief The CPU device a runner is made for (ValueError for any other). */
 DLDevice CheckDevice(const char* fname, int64_t device_type, int64_t device_id);
 

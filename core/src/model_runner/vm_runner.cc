@@ -18,6 +18,7 @@
 //   vm()                the runner's own VM for TVM's stateful API (set_input, invoke_stateful,
 //                       get_output, save_function...): one caller at a time, as in TVM.
 //   param_names(name)   the parameter names of VM function name, an Array of strings.
+//   signature(name)     its parameters' names, dtypes and shapes, as JSON (signature.cc).
 //   pool_size()         how many VMs the pool has made (diagnostics and tests).
 #include <cstdint>
 #include <cstring>
@@ -160,6 +161,20 @@ class VMRunner final : public ModuleObj {
           [self](const Args& args, RetValue* rv) {
             args.CheckArity(1);
             rv->SetObject(self->ParamNames(args.Str(0)));
+          },
+          fname);
+    }
+    if (name == "signature") {
+      return MakeFunction(
+          [self](const Args& args, RetValue* rv) {
+            args.CheckArity(1);
+            std::string fn = args.Str(0);
+            ObjectPtr<ArrayObj> params = self->ParamNames(fn);
+            std::vector<std::string> names;
+            for (const RetValue& v : params->items) {
+              names.push_back(v.type_code() == kTVMStr ? v.str() : std::string());
+            }
+            rv->SetStr(VMSignature(self->own_.get(), fn, names));
           },
           fname);
     }

@@ -161,6 +161,8 @@ class ExecutableModule final : public ModuleObj {
 
 /*! \brief Create the VM module ("relax.VirtualMachine") over an executable module. */
 ObjectPtr<ModuleObj> MakeVirtualMachine(ObjectPtr<ExecutableModule> exec);
+/*! \brief The executable a VM module runs, or null when vm is not a "relax.VirtualMachine". */
+const Executable* ExecutableOf(ModuleObj* vm);
 
 /*!
  * \brief The VM a builtin was handed as its context argument (the %vm register): it must be a

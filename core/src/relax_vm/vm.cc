@@ -23,6 +23,7 @@ class VirtualMachine final : public ModuleObj {
       : exec_mod_(std::move(exec)), exec_(exec_mod_->exec().get()) {}
   ~VirtualMachine() override = default;
   std::string type_key() const override { return "relax.VirtualMachine"; }
+  const Executable* executable() const { return exec_; }
 
   std::vector<DLDevice> devices;
   std::vector<Allocator*> allocators;
@@ -136,6 +137,11 @@ void VMDevice(VirtualMachine* vm, int64_t index, DLDevice* dev, Allocator** allo
 
 ObjectPtr<ModuleObj> MakeVirtualMachine(ObjectPtr<ExecutableModule> exec) {
   return MakeObject<VirtualMachine>(std::move(exec));
+}
+
+const Executable* ExecutableOf(ModuleObj* vm) {
+  if (vm == nullptr || vm->type_key() != "relax.VirtualMachine") return nullptr;
+  return static_cast<VirtualMachine*>(vm)->executable();
 }
 
 void VirtualMachine::Init(const Args& args) {
