@@ -8,34 +8,27 @@
 // - vm.builtin.tensor_cache.load reads TVM's raw and f32-to-bf16 directories to TVM's arrays,
 //   and every malformed directory is a ValueError naming the file that leaves the cache alone.
 #include <gtest/gtest.h>
-#include <polyffi/c_runtime_api.h>
-#include <polyffi/dtype_string.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
 
+using fixture::Global;
+using fixture::ParseDType;
+using fixture::ReadFile;
+using fixture::Val;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 const std::string kDir = TVM027_DIR;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -50,38 +43,25 @@ std::string FromHex(const std::string& hex) {
   return out;
 }
 
-/*! \brief An owned NDArray handle or a plain value. */
-struct Val {
-  TVMValue v{};
-  int code = kTVMNullptr;
-  Val() = default;
-  Val(const Val&) = delete;
-  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
-  ~Val() {
-    if (code == kTVMNDArrayHandle) TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
-  }
-  DLTensor* tensor() const { return static_cast<DLTensor*>(v.v_handle); }
-};
-
 Val MakeTensor(const std::string& dtype, const std::vector<int64_t>& shape,
                const std::string& bytes) {
-  DLDataType t;
-  if (PolyffiDataTypeFromString(dtype.c_str(), &t) != 0) throw std::runtime_error("bad dtype");
+  DLDataType t = ParseDType(dtype);
   TVMArrayHandle h;
   if (TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), t.code, t.bits, t.lanes, kDLCPU,
                     0, &h) != 0) {
-    throw std::runtime_error(TVMGetLastError());
+    throw std::runtime_error(fixture::LastError());
   }
   Val r;
   r.v.v_handle = h;
   r.code = kTVMNDArrayHandle;
   if (!bytes.empty() &&
       TVMArrayCopyFromBytes(h, const_cast<char*>(bytes.data()), bytes.size()) != 0) {
-    throw std::runtime_error(TVMGetLastError());
+    throw std::runtime_error(fixture::LastError());
   }
   return r;
 }
 
+/*! \brief A compact tensor's bytes (an argument changed in place, a result). */
 std::string Bytes(const DLTensor* t) {
   size_t n = (t->dtype.bits * t->dtype.lanes + 7) / 8;
   for (int i = 0; i < t->ndim; ++i) n *= static_cast<size_t>(t->shape[i]);
@@ -92,19 +72,12 @@ std::string Bytes(const DLTensor* t) {
 
 std::vector<int64_t> Shape(const DLTensor* t) { return {t->shape, t->shape + t->ndim}; }
 
-TVMFunctionHandle Global(const char* name) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal(name, &f);
-  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
-  return f;
-}
-
-/*! \brief Call a global; returns 0 or the error text ("Kind: message"). */
+/*! \brief Call a global; returns 0 or the error text ("Kind: message") in *error. */
 int Call(const std::string& name, std::vector<TVMValue> v, std::vector<int> c, Val* out,
          std::string* error) {
   int rc = TVMFuncCall(Global(name.c_str()), v.data(), c.data(), static_cast<int>(v.size()),
                        &out->v, &out->code);
-  if (rc != 0) *error = TVMGetLastError();
+  if (rc != 0) *error = fixture::LastError();
   return rc;
 }
 
