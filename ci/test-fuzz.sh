@@ -40,7 +40,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 preload="$rtdir/libclang_rt.asan-x86_64.so"
 mkdir -p "$build/artifacts"
 status=0
-for t in graph_json params dtype args dlpack module_blob library_bin relax_exec globals; do
+for t in graph_json params dtype args dlpack module_blob library_bin relax_exec globals \
+  tensor_cache; do
   seeds="$root/tests/fuzz/corpus/$t"
   work="$build/corpus/$t"
   mkdir -p "$work"

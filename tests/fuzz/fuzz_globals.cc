@@ -139,10 +139,16 @@ const char* const kMethodNames[] = {
     // TVM 0.27 kernels
     "elementwise", "main", "scale", "shift", "parallel", "callpacked"};
 
+// TVM 0.27's tensor-cache directories: vm.builtin.tensor_cache.load reads them into the cache
+// that tensor_cache.get and the param_*_from_cache* builtins look names up in.
+#define FUZZ_TENSOR_CACHE_RAW POLYFFI_FUZZ_TVM027_DIR "/tensor_cache/raw"
+#define FUZZ_TENSOR_CACHE_BF16 POLYFFI_FUZZ_TVM027_DIR "/tensor_cache/bf16"
 // Strings worth sending besides random ones: names the callees look up.
-const char* const kStrings[] = {"forward", "main",    "default", "data",  "float32",      "int64",
-                                "bool",    "global",  "x",       "",      "echo",         "run",
-                                "handle",  "float16", "int8x4",  "uint1", "plugin.AddOne"};
+const char* const kStrings[] = {
+    "forward", "main", "default", "data", "float32", "int64", "bool", "global", "x", "", "echo",
+    "run", "handle", "float16", "int8x4", "uint1", "plugin.AddOne",
+    // parameters of TVM 0.27's tensor-cache directories
+    "embed.weight", "proj.bf16", FUZZ_TENSOR_CACHE_RAW, FUZZ_TENSOR_CACHE_BF16};
 
 struct Callee {
   std::string name;

@@ -312,6 +312,42 @@ def relax_seeds():
     write("relax_exec", "tiny", relax_exec(small, [], [[2, VOID]]))
 
 
+# ---- tensor-cache directories -----------------------------------------------------------------
+
+def fdp_string(data):
+    """FuzzedDataProvider.ConsumeRandomLengthString's encoding: a backslash doubled, ended by one
+    backslash and another byte."""
+    return data.replace(b"\\", b"\\\\") + b"\\x"
+
+
+def tensor_cache_seed(index, shards):
+    return (fdp_string(index) + b"".join(fdp_string(b) for b in shards) + bytes([len(shards)]))
+
+
+def tensor_cache_seeds():
+    base = os.path.join(ROOT, "tests", "tvm_models", "tvm027", "tensor_cache")
+    for sub in ("raw", "bf16"):
+        d = os.path.join(base, sub)
+        with open(os.path.join(d, "tensor-cache.json"), "rb") as f:
+            index = f.read()
+        shards = []
+        for rec in json.loads(index)["records"]:
+            with open(os.path.join(d, rec["dataPath"]), "rb") as f:
+                shards.append(f.read())
+        write("tensor_cache", sub, tensor_cache_seed(index, shards))
+    rec = {"name": "w", "shape": [2, 2], "dtype": "float32", "format": "raw", "nbytes": 16,
+           "byteOffset": 0}
+    shard = {"dataPath": "params_shard_0.bin", "format": "raw-shard", "nbytes": 16,
+             "records": [rec]}
+    small = json.dumps({"records": [shard]}).encode()
+    write("tensor_cache", "small", tensor_cache_seed(small, [bytes(range(16))]))
+    past = dict(rec, byteOffset=12)
+    write("tensor_cache", "past_end", tensor_cache_seed(
+        json.dumps({"records": [dict(shard, records=[past])]}).encode(), [bytes(16)]))
+    write("tensor_cache", "missing_shard", tensor_cache_seed(small, []))
+    write("tensor_cache", "truncated_json", tensor_cache_seed(small[:40], [bytes(16)]))
+
+
 if __name__ == "__main__":
     graph_seeds()
     params_seeds()
@@ -319,3 +355,4 @@ if __name__ == "__main__":
     stream_seeds()
     library_bin_seeds()
     relax_seeds()
+    tensor_cache_seeds()

@@ -37,9 +37,6 @@ LM = "the language-model issue (KV caches, sampling, tensor-cache loading), not 
 REASONS = [
     (r"^vm\.builtin\.(attention_kv_cache_|paged_attention_kv_cache_|kv_state_|kv_cache_disagg_)",
      f"KV cache / KV state of language models: {LM}"),
-    (r"^vm\.builtin\.(sample_top_p_|multinomial_from_uniform|apply_(presence_and_frequency|"
-     r"repetition)_penalty|apply_softmax_with_temperature)", f"token sampling: {LM}"),
-    (r"^vm\.builtin\.tensor_cache\.load$", f"tensor-cache loading from disk: {LM}"),
     (r"^vm\.builtin\.rnn_state_",
      "RNN state (relax.vm.RNNState of RWKV-style language models): not provided; sequences are "
      f"added, forked and advanced through the kv_state_* interface of {LM}"),

@@ -1,7 +1,8 @@
 // The process-wide tensor cache and the parameter lookups over it (TVM 0.27's
 // vm.builtin.tensor_cache.* and vm.builtin.param_*_from_cache*): executables built with
-// parameters from the cache fetch them by name at run time. Loading a cache from disk
-// (`vm.builtin.tensor_cache.load`, the language models' weight shards) is not here.
+// parameters from the cache fetch them by name at run time.
+//   tensor_cache.load(dir, device_type, device_id)  every parameter of a tensor-cache directory
+//                                                   (formats/tensor_cache_dir.h), CPU only
 //   tensor_cache.update(name, tensor, [override])   store (a DLTensor* is copied)
 //   tensor_cache.get(name) -> tensor or None;  tensor_cache.remove(name);  tensor_cache.clear()
 //   param_array_from_cache(prefix, n) -> [prefix_0 .. prefix_{n-1}] (n = -1: until one is missing)
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "../contrib/contrib.h"
+#include "formats/tensor_cache_dir.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/module.h"
@@ -171,6 +173,19 @@ POLYFFI_CORE_GLOBAL("vm.builtin.tensor_cache.remove", [](const Args& args, RetVa
 POLYFFI_CORE_GLOBAL("vm.builtin.tensor_cache.clear", [](const Args& args, RetValue*) {
   args.CheckArity(0);
   TensorCache::Global()->Clear();
+});
+
+POLYFFI_CORE_GLOBAL("vm.builtin.tensor_cache.load", [](const Args& args, RetValue*) {
+  args.CheckArity(3);
+  const std::string dir = args.Str(0);
+  const int64_t device_type = args.Int(1), device_id = args.Int(2);
+  if (device_type != kDLCPU || device_id != 0) {
+    Throw("ValueError", "tensor_cache.load: only the CPU (device type 1, id 0) is supported, got ",
+          device_type, ":", device_id);
+  }
+  // Everything is read and checked before the cache changes: a bad directory loads nothing.
+  auto params = formats::LoadTensorCacheDir(dir);
+  for (auto& p : params) TensorCache::Global()->Update(p.first, std::move(p.second), true);
 });
 
 POLYFFI_CORE_GLOBAL("vm.builtin.param_array_from_cache", [](const Args& args, RetValue* rv) {
