@@ -247,8 +247,16 @@ void AddPolyffiCppCases() {
   polyffi::Function nop = polyffi::Function::GetGlobalRequired("testing.nop");
   polyffi::Function add3 = polyffi::Function::GetGlobalRequired("testing.add3");
   polyffi::Function echo = polyffi::Function::GetGlobalRequired("testing.echo");
+  polyffi::Function call_n = polyffi::Function::GetGlobalRequired("testing.call_n");
+  // The peer of tvm-ffi's Function::FromTyped lambda: a typed C++ callback made by this layer.
+  polyffi::Function add_one = polyffi::MakeTyped([](int64_t x) { return x + 1; }, "add_one");
+  if (!nop().is_none()) Fail("polyffi::Function nop() returned a value");
   if (add3(1, 2, 3).as_int() != 6) Fail("polyffi::Function add3(1, 2, 3) != 6");
   if (echo(kStr16).as_str() != kStr16) Fail("polyffi::Function echo(str) mismatch");
+  if (add_one(41).as_int() != 42) Fail("polyffi::MakeTyped add_one(41) != 42");
+  if (call_n(add_one, kCallN).as_int() != kCallN * (kCallN + 1) / 2) {
+    Fail("polyffi::Function call_n(add_one, N) != N(N+1)/2");
+  }
   AddCase("calls/nop/polyffi_cpp", [nop] {
     polyffi::Any r = nop();
     benchmark::DoNotOptimize(r);
@@ -261,6 +269,17 @@ void AddPolyffiCppCases() {
     polyffi::Any r = echo(kStr16);
     benchmark::DoNotOptimize(r);
   });
+  AddCase("calls/callback/polyffi_cpp", [add_one] {
+    int64_t r = add_one(1).as_int();
+    benchmark::DoNotOptimize(r);
+  });
+  AddCase(
+      "calls/callback_call_n/polyffi_cpp",
+      [call_n, add_one] {
+        int64_t r = call_n(add_one, kCallN).as_int();
+        benchmark::DoNotOptimize(r);
+      },
+      kCallN);
 }
 
 void Setup() {

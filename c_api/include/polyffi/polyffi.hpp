@@ -16,6 +16,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -68,10 +69,15 @@ class Error : public std::runtime_error {
  */
 struct HostErrorPending {};
 
+/*! \brief Throw for a failed call's status rc: HostErrorPending for -2, else the last error. */
+[[noreturn, gnu::noinline, gnu::cold]] inline void ThrowCallError(int rc) {
+  if (rc == -2) throw HostErrorPending();
+  throw Error::FromLastError();
+}
+
 /*! \brief Throw from the last error when rc != 0 (HostErrorPending for -2). */
 inline void CheckCall(int rc) {
-  if (rc == -2) throw HostErrorPending();
-  if (rc != 0) throw Error::FromLastError();
+  if (__builtin_expect(rc != 0, 0)) ThrowCallError(rc);
 }
 
 /*! \brief Name of a type code as used in error messages. */
@@ -124,33 +130,40 @@ class Function;
 /*!
  * \brief An owned value returned by a call: numbers, strings (copied out of thread-local
  *  storage at once), and object references.
+ *
+ *  A plain value (int, float, None, ...) is a TVMValue and a type code and nothing else: making,
+ *  reading and destroying one costs a few instructions and no call. A string or an object lives
+ *  in a union that is constructed only for those codes.
  */
 class Any {
  public:
-  Any() { value_.v_handle = nullptr; }
+  Any() noexcept { value_.v_handle = nullptr; }
+  Any(const Any& o) : value_(o.value_), code_(kTVMNullptr) {
+    if (IsStrCode(o.code_)) {
+      new (&str_) std::string(o.str_);
+    } else if (IsObjectCode(o.code_)) {
+      new (&obj_) ObjectRef(o.obj_);
+    }
+    code_ = o.code_;
+  }
+  Any(Any&& o) noexcept { TakeFrom(o); }
+  Any& operator=(const Any& o) {
+    if (this != &o) *this = Any(o);
+    return *this;
+  }
+  Any& operator=(Any&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      TakeFrom(o);
+    }
+    return *this;
+  }
+  ~Any() { Reset(); }
+
   /*! \brief Take a value that TVMFuncCall just returned. */
   static Any FromReturn(TVMValue v, int code) {
     Any a;
-    a.code_ = code;
-    if (code == kTVMStr) {
-      a.str_ = v.v_str;
-    } else if (code == kTVMBytes) {
-      auto* b = static_cast<TVMByteArray*>(v.v_handle);
-      a.str_.assign(b->data, b->size);
-    } else if (code == kTVMNDArrayHandle) {
-      void* obj = nullptr;
-      try {
-        obj = NDArrayObjectOf(v.v_handle);
-      } catch (...) {
-        TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));  // the reference is ours
-        throw;
-      }
-      a.obj_ = ObjectRef::Adopt(obj);
-    } else if (IsObjectCode(code)) {
-      a.obj_ = ObjectRef::Adopt(v.v_handle);
-    } else {
-      a.value_ = v;
-    }
+    a.FillFromReturn(v, code);
     return a;
   }
   static bool IsObjectCode(int code) {
@@ -167,36 +180,104 @@ class Any {
   int type_code() const { return code_; }
   bool is_none() const { return code_ == kTVMNullptr; }
   int64_t as_int() const {
-    if (code_ != kTVMArgInt && code_ != kDLUInt && code_ != kTVMArgBool) Mismatch("int");
+    if (!CodeIn(code_, Bit(kTVMArgInt) | Bit(kDLUInt) | Bit(kTVMArgBool))) Mismatch("int");
     return value_.v_int64;
   }
   bool as_bool() const {
-    if (code_ != kTVMArgInt && code_ != kTVMArgBool) Mismatch("bool");
+    if (!CodeIn(code_, Bit(kTVMArgInt) | Bit(kTVMArgBool))) Mismatch("bool");
     return value_.v_int64 != 0;
   }
   double as_float() const {
     if (code_ == kTVMArgFloat) return value_.v_float64;
-    if (code_ == kTVMArgInt || code_ == kTVMArgBool) return static_cast<double>(value_.v_int64);
+    if (CodeIn(code_, Bit(kTVMArgInt) | Bit(kTVMArgBool))) {
+      return static_cast<double>(value_.v_int64);
+    }
     Mismatch("float");
   }
   const std::string& as_str() const {
-    if (code_ != kTVMStr && code_ != kTVMBytes) Mismatch("str");
+    if (!IsStrCode(code_)) Mismatch("str");
     return str_;
   }
   const ObjectRef& as_object() const {
     if (!IsObjectCode(code_)) Mismatch("Object");
     return obj_;
   }
+  /*! \brief The plain value (a null handle for strings and objects). */
   TVMValue raw() const { return value_; }
 
  private:
+  friend class Function;
+  static constexpr uint32_t Bit(int code) { return 1u << code; }
+  /*! \brief Codes 8-13 (objects, strings, bytes, NDArrays) own something; all else is plain. */
+  static constexpr bool OwnsStorage(int code) {
+    return static_cast<unsigned>(code - kTVMObjectHandle) <= kTVMNDArrayHandle - kTVMObjectHandle;
+  }
+  static constexpr bool CodeIn(int code, uint32_t mask) {
+    return static_cast<unsigned>(code) < 32 && ((mask >> code) & 1u) != 0;
+  }
+  static bool IsStrCode(int code) { return code == kTVMStr || code == kTVMBytes; }
+
+  /*! \brief Fill an empty Any (code None) from a call's return; plain values take one branch. */
+  void FillFromReturn(TVMValue v, int code) {
+    if (__builtin_expect(!OwnsStorage(code), 1)) {
+      value_ = v;
+      code_ = code;
+      return;
+    }
+    FillOwned(v, code);
+  }
+  void FillOwned(TVMValue v, int code) {
+    if (code == kTVMStr) {
+      new (&str_) std::string(v.v_str);
+    } else if (code == kTVMBytes) {
+      auto* b = static_cast<TVMByteArray*>(v.v_handle);
+      new (&str_) std::string(b->data, b->size);
+    } else if (code == kTVMNDArrayHandle) {
+      void* obj = nullptr;
+      try {
+        obj = NDArrayObjectOf(v.v_handle);
+      } catch (...) {
+        TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));  // the reference is ours
+        throw;
+      }
+      new (&obj_) ObjectRef(ObjectRef::Adopt(obj));
+    } else {
+      new (&obj_) ObjectRef(ObjectRef::Adopt(v.v_handle));
+    }
+    code_ = code;
+  }
+  /*! \brief Move o's value into this empty Any; o is left None. */
+  void TakeFrom(Any& o) noexcept {
+    value_ = o.value_;
+    code_ = o.code_;
+    if (IsStrCode(code_)) {
+      new (&str_) std::string(std::move(o.str_));
+    } else if (IsObjectCode(code_)) {
+      new (&obj_) ObjectRef(std::move(o.obj_));
+    }
+    o.Reset();
+  }
+  void Reset() noexcept {
+    if (__builtin_expect(OwnsStorage(code_), 0)) {
+      if (IsStrCode(code_)) {
+        str_.~basic_string();
+      } else {
+        obj_.~ObjectRef();
+      }
+    }
+    code_ = kTVMNullptr;
+    value_.v_handle = nullptr;
+  }
   [[noreturn]] void Mismatch(const char* want) const {
     throw Error("TypeError", std::string("expected ") + want + " but got " + TypeCodeName(code_));
   }
+
   TVMValue value_;
   int code_ = kTVMNullptr;
-  std::string str_;
-  ObjectRef obj_;
+  union {
+    std::string str_;  // active for kTVMStr, kTVMBytes
+    ObjectRef obj_;    // active for object codes
+  };
 };
 
 // ---- Argument packing --------------------------------------------------------------------------
@@ -256,7 +337,9 @@ class Function : public ObjectRef {
     TVMValue rv;
     int rc = kTVMNullptr;
     CheckCall(TVMFuncCall(handle_, values, codes, n, &rv, &rc));
-    return Any::FromReturn(rv, rc);
+    Any result;  // filled in place: no copy or move of the returned value
+    result.FillFromReturn(rv, rc);
+    return result;
   }
 
  private:
@@ -625,23 +708,34 @@ std::string Signature(const std::string& name) {
   return os.str();
 }
 
+/*!
+ * \brief The errors of a typed call, out of line and cold: the hot path of every typed trampoline
+ *  stays a short leaf with no stream or string on its frame.
+ */
+template <typename R, typename... Args>
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowArgCount(const std::string& name, int got) {
+  constexpr int n = sizeof...(Args);
+  std::ostringstream os;
+  os << Signature<R, Args...>(name) << ": expected " << n << " argument" << (n == 1 ? "" : "s")
+     << " but got " << got;
+  throw Error("TypeError", os.str());
+}
+template <typename R, typename... Args>
+[[noreturn, gnu::noinline, gnu::cold]] void ThrowArgType(const std::string& name, int i,
+                                                         const char* want, int code) {
+  std::ostringstream os;
+  os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want << " but got "
+     << TypeCodeName(code);
+  throw Error("TypeError", os.str());
+}
+
 template <typename R, typename... Args, typename F, size_t... I>
 void InvokeTyped(const F& f, const std::string& name, PackedArgs args, RetValue* rv,
                  std::index_sequence<I...>) {
   constexpr int n = sizeof...(Args);
-  if (args.size != n) {
-    std::ostringstream os;
-    os << Signature<R, Args...>(name) << ": expected " << n << " argument" << (n == 1 ? "" : "s")
-       << " but got " << args.size;
-    throw Error("TypeError", os.str());
-  }
+  if (__builtin_expect(args.size != n, 0)) ThrowArgCount<R, Args...>(name, args.size);
   [[maybe_unused]] auto check = [&](int i, bool ok, const char* want) {
-    if (!ok) {
-      std::ostringstream os;
-      os << Signature<R, Args...>(name) << ": argument " << i << " expected " << want << " but got "
-         << TypeCodeName(args.codes[i]);
-      throw Error("TypeError", os.str());
-    }
+    if (__builtin_expect(!ok, 0)) ThrowArgType<R, Args...>(name, i, want, args.codes[i]);
   };
   (check(static_cast<int>(I), ArgMatches<std::decay_t<Args>>(args.values[I], args.codes[I]),
          ArgTraits<std::decay_t<Args>>::Name()),
