@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -82,11 +83,6 @@ TVMFunctionHandle Global(const char* name) {
   return f;
 }
 
-TVMValue H(void* p) {
-  TVMValue v;
-  v.v_handle = p;
-  return v;
-}
 TVMValue I(int64_t x) {
   TVMValue v;
   v.v_int64 = x;
@@ -442,6 +438,16 @@ TEST_F(Tvm027Lm, ErrorsAreTypedAndLeaveTheCacheUsable) {
               Val s = Shape({1});
               Model::KV("vm.builtin.kv_state_add_sequence", s, {0});
             }).find("TypeError"),
+            std::string::npos);
+
+  // Bad configurations and argument lists at create.
+  EXPECT_NE(ErrorOf([&] { m.Cache(-1, int64_t{1} << 40); }).find("ValueError: "),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { m.Cache(int64_t{1} << 62, 16); }).find("ValueError: "),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              CallF(Global("vm.builtin.paged_attention_kv_cache_create"), {}, {});
+            }).find("TypeError: "),
             std::string::npos);
 
   // A full cache (2 pages of 16): refused without a change, then usable for what fits.

@@ -120,6 +120,12 @@ POLYFFI_CORE_GLOBAL("vm.builtin.paged_attention_kv_cache_create", [](const Args&
     Throw("ValueError", args.fname(),
           ": sliding window caches (support_sliding_window=1) are not supported by polyffi");
   }
+  // Scratch and aux arrays are sized by these two; bound them so a hostile configuration is a
+  // ValueError rather than a failed multi-gigabyte allocation.
+  if (c.max_batch_size > (int64_t{1} << 20) || c.prefill_chunk_size > (int64_t{1} << 24)) {
+    Throw("ValueError", args.fname(), ": max_batch_size ", c.max_batch_size,
+          " or prefill_chunk_size ", c.prefill_chunk_size, " is too large (at most 2^20, 2^24)");
+  }
   c.num_total_pages = (capacity + c.page_size - 1) / c.page_size + 1;
   const int64_t layer_begin = layers->data()[0], layer_end = layers->data()[1];
   if (layer_begin != 0 || layer_end <= 0 || layer_end > 4096) {

@@ -98,13 +98,15 @@ PagedKVCacheObj::AuxArray PagedKVCacheObj::NewAux(int64_t capacity) const {
 PagedKVCacheObj::PagedKVCacheObj(const Config& config, Kernels kernels)
     : Object(RuntimeTypeIndex()), cfg_(config), k_(std::move(kernels)) {
   const DLDevice cpu{kDLCPU, 0};
-  const int64_t page_elems =
-      2 * cfg_.num_kv_heads * cfg_.page_size * cfg_.head_dim * ((cfg_.dtype.bits + 7) / 8);
+  // Zeroed (TVM leaves them uninitialised): a kernel that reads a whole tile and masks the
+  // slots past a sequence's end then never meets a NaN left in reused memory.
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     auto p = NDArrayObj::Empty(
         {cfg_.num_total_pages, 2, cfg_.num_kv_heads, cfg_.page_size, cfg_.head_dim}, cfg_.dtype,
         cpu);
-    std::memset(p->tensor.data, 0, static_cast<size_t>(cfg_.num_total_pages * page_elems));
+    const size_t bytes = static_cast<size_t>(cfg_.num_total_pages) * 2 * cfg_.num_kv_heads *
+                         cfg_.page_size * cfg_.head_dim * ((cfg_.dtype.bits + 7) / 8);
+    std::memset(p->tensor.data, 0, bytes);
     pages_.push_back(std::move(p));
   }
   const int64_t b = cfg_.max_batch_size, n = cfg_.prefill_chunk_size;
