@@ -36,7 +36,8 @@ LM = "the language-model issue (KV caches, sampling, tensor-cache loading), not 
 # Why polyffi has no counterpart of a TVM 0.27 name: (regex over the name, reason). First match.
 REASONS = [
     (r"^vm\.builtin\.(attention_kv_cache_|paged_attention_kv_cache_|kv_state_|kv_cache_disagg_)",
-     f"KV cache / KV state of language models: {LM}"),
+     "a part of TVM's KV caches that polyffi's paged KV cache for the CPU does not have (sliding "
+     "window, token trees, KV transfer, MLA, other cache kinds, debug hooks): docs/kv-cache.md"),
     (r"^vm\.builtin\.(sample_top_p_|multinomial_from_uniform|apply_(presence_and_frequency|"
      r"repetition)_penalty|apply_softmax_with_temperature)", f"token sampling: {LM}"),
     (r"^vm\.builtin\.tensor_cache\.load$", f"tensor-cache loading from disk: {LM}"),
