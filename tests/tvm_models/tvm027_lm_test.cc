@@ -321,6 +321,26 @@ TEST_F(Tvm027Lm, GreedyGenerationEqualsTvm) {
   EXPECT_EQ(tokens, Ints(g["tokens"]));
 }
 
+// A prompt prefilled in two chunks: the second chunk attends to the first through the cached
+// pages (paged prefill kernel, merged with the ragged one) and must give TVM's logits for those
+// positions; the chunk boundary (10) falls inside the first page.
+TEST_F(Tvm027Lm, ChunkedPrefillEqualsOnePrefill) {
+  Model& m = *model_;
+  const Json& g = m.io["greedy"];
+  const std::vector<int> prompt = Ints(g["prompt"]);
+  const std::vector<float> want = ReadFloats(g["prefill_logits"]);
+  for (size_t cut : {size_t{10}, size_t{16}, size_t{1}}) {
+    Val cache = m.Cache();
+    Model::KV("vm.builtin.kv_state_add_sequence", cache, {0});
+    std::vector<float> a =
+        m.Prefill(cache, {0}, {std::vector<int>(prompt.begin(), prompt.begin() + cut)});
+    std::vector<float> b =
+        m.Prefill(cache, {0}, {std::vector<int>(prompt.begin() + cut, prompt.end())});
+    a.insert(a.end(), b.begin(), b.end());
+    ExpectClose(a, want, "prefill cut at " + std::to_string(cut));
+  }
+}
+
 TEST_F(Tvm027Lm, TwoSequencesOnOneCache) {
   Model& m = *model_;
   const Json& t = m.io["two_sequences"];
