@@ -53,7 +53,9 @@ def run(cmd, extra_env):
 
 def instructions(cmd, extra_env):
     """Total instructions of cmd under callgrind (one thread)."""
-    env = dict(os.environ, TVM_NUM_THREADS="1", **extra_env)
+    # A fixed hash seed: the import's instructions (most of the total) then do not vary between
+    # the two runs whose difference is taken.
+    env = dict(os.environ, TVM_NUM_THREADS="1", PYTHONHASHSEED="0", **extra_env)
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out"]
