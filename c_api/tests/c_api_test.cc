@@ -1521,9 +1521,6 @@ TEST(Containers, StringObjectFromStr) {
   TVMObjectFree(str);
 }
 
-}  // namespace
-}  // namespace abitests
-
 // The core's dtype and type-code spellings for bindings that cannot include the headers (Rust).
 TEST(Globals, DataTypeFromStringPacksCodeBitsLanes) {
   Global parse("polyffi.DataTypeFromString");
@@ -1543,3 +1540,6 @@ TEST(Globals, TypeCodeNameIsTheMessagesName) {
   EXPECT_EQ(Call(name, {Int(kTVMNDArrayHandle)}).str, "NDArray");
   EXPECT_EQ(Call(name, {Int(99)}).str, "unknown type code");
 }
+
+}  // namespace
+}  // namespace abitests

@@ -36,7 +36,8 @@ LM = "the language-model issue (KV caches, sampling, tensor-cache loading), not 
 # Why polyffi has no counterpart of a TVM 0.27 name: (regex over the name, reason). First match.
 REASONS = [
     (r"^vm\.builtin\.(attention_kv_cache_|paged_attention_kv_cache_|kv_state_|kv_cache_disagg_)",
-     f"KV cache / KV state of language models: {LM}"),
+     "a part of TVM's KV caches that polyffi's paged KV cache for the CPU does not have (sliding "
+     "window, token trees, KV transfer, MLA, other cache kinds, debug hooks): docs/kv-cache.md"),
     (r"^vm\.builtin\.rnn_state_",
      "RNN state (relax.vm.RNNState of RWKV-style language models): not provided; sequences are "
      f"added, forked and advanced through the kv_state_* interface of {LM}"),
