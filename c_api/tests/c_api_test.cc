@@ -1529,7 +1529,7 @@ TEST(Globals, DataTypeFromStringPacksCodeBitsLanes) {
   ASSERT_EQ(r.code, kTVMArgInt);
   EXPECT_EQ(r.value.v_int64, int64_t{kDLInt} | 8 << 8 | 4 << 16);
   r = Call(parse, {Str("bool")});
-  EXPECT_EQ(r.value.v_int64, int64_t{kDLBool} | 8 << 8 | 1 << 16);
+  EXPECT_EQ(r.value.v_int64, int64_t{6 /* kDLBool */} | 8 << 8 | 1 << 16);
   EXPECT_TRUE(FailsWith(Call(parse, {Str("floaty")}).rc, "ValueError", "unknown dtype 'floaty'"));
   EXPECT_TRUE(FailsWith(Call(parse, {Int(3)}).rc, "TypeError"));
 }
