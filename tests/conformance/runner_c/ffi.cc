@@ -3,10 +3,9 @@
 #include <polyffi/c_async_api.h>
 #include <polyffi/type_code_name.h>
 
+#include <cctype>
 #include <condition_variable>
 #include <mutex>
-
-#include <cctype>
 
 namespace conformance {
 
