@@ -14,7 +14,8 @@ except ImportError:  # The one dependency; say how to get it rather than a bare 
     sys.exit("validate.py needs the 'jsonschema' package: python3 -m pip install jsonschema")
 
 HERE = pathlib.Path(__file__).resolve().parent
-AREAS = ("values", "calls", "errors", "callbacks", "registry", "containers", "ndarray", "modules")
+AREAS = ("values", "calls", "errors", "callbacks", "registry", "containers", "ndarray", "modules",
+         "async")
 
 
 def _walk_steps(case):

@@ -432,7 +432,7 @@ class CaseRun {
     const args = step.args.map((a) => this.build(a));
     let result;
     try {
-      result = viaThread ? await fn.callAsync(...args) : fn(...args);
+      result = viaThread || step.async === true ? await fn.callAsync(...args) : fn(...args);
     } catch (e) {
       if (e instanceof Failure) throw e;
       if ('expect_error' in step) {

@@ -10,10 +10,11 @@ import atexit as _atexit
 
 from . import _core
 from .library import __version__, runtime_version
-from .errors import FFIError, InternalError, TVMError, register_error, _error_from_text
+from .errors import (FFIError, InternalError, QueueFullError, TVMError, register_error,
+                     _error_from_text)
 from .value import (Array, DataType, Device, Map, Object, Shape, cpu, device, register_object,
                     _object_classes)
-from .function import PackedFunc
+from .function import PackedFunc, configure_async
 from .callback import convert
 from .registry import (Module, _init_api, get_global_func, init_api, list_global_func_names,
                        load_module, register_func, remove_global_func, system_lib)
@@ -30,7 +31,8 @@ _core._set_hooks(_error_from_text, FFIError, _object_classes, Object, Module, ND
 _atexit.register(_core._before_shutdown)
 
 __all__ = [
-    "__version__", "runtime_version", "FFIError", "TVMError", "InternalError", "register_error",
+    "__version__", "runtime_version", "FFIError", "TVMError", "InternalError", "QueueFullError",
+    "register_error", "configure_async",
     "Array", "Map", "Object", "Shape", "DataType", "Device", "cpu", "device", "register_object",
     "PackedFunc", "convert", "Module", "get_global_func", "register_func",
     "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",

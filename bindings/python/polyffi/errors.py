@@ -44,8 +44,15 @@ class InternalError(FFIError):
     kind = "InternalError"
 
 
+class QueueFullError(FFIError):
+    """An async call was refused: the core's queue holds its limit of calls waiting to start."""
+
+    kind = "QueueFullError"
+
+
 _lock = threading.Lock()
-_registry: Dict[str, Type[BaseException]] = {"TVMError": TVMError, "InternalError": InternalError}
+_registry: Dict[str, Type[BaseException]] = {"TVMError": TVMError, "InternalError": InternalError,
+                                             "QueueFullError": QueueFullError}
 
 E = TypeVar("E", bound=Type[BaseException])
 

@@ -133,6 +133,14 @@ class GraphModule:
             self.set_input(**inputs)
         self._run()
 
+    async def run_async(self, **inputs: Any) -> None:
+        """``run`` on the core's worker pool (``await gm.run_async(x=...)``): inputs are set
+        first, on the calling thread; cancelling the awaiting task stops a started run between
+        nodes. One run at a time per GraphModule, as for ``run``."""
+        if inputs:
+            self.set_input(**inputs)
+        await self._run.call_async()
+
     def get_output(self, index: int, out: Optional[Any] = None) -> NDArray:
         """Output index as a new NDArray, or copied into out (an NDArray or a host array)."""
         if out is None:

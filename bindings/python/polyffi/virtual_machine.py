@@ -96,6 +96,12 @@ class VirtualMachine:
         """Run function ``name`` (thread-safe); an NDArray, or an Array for a tuple result."""
         return _call(self._run, (self._check(name),), args)
 
+    async def invoke_async(self, name: str, *args: Any) -> Any:
+        """``invoke`` on the core's worker pool (``await vm.invoke_async("main", x)``); many may
+        run at once. Cancelling the awaiting task stops a started call between instructions."""
+        args = tuple(_convert(a) for a in args)
+        return await self._run.call_async(self._check(name), *args)
+
     def __getitem__(self, name: str) -> Callable[..., Any]:
         """The function ``name`` as a callable (checked once; call it many times)."""
         head = (self._check(name),)

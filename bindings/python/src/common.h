@@ -300,6 +300,11 @@ PyObject* BeforeShutdown(PyObject*, PyObject*);
 // Wraps a Python callable as a new owned function handle. NULL with a Python error set.
 TVMFunctionHandle CallbackFromCallable(PyObject* callable);
 
+// ---- Async calls (async_call.cc) ---------------------------------------------------------------
+PyObject* AsyncSubmit(PyObject*, PyObject* args);
+PyObject* AsyncCancel(PyObject*, PyObject* capsule);
+PyObject* AsyncConfigure(PyObject*, PyObject* args);
+
 // The one error-check helper: on failure raises and returns false.
 inline bool CheckCall(int ret) {
   if (ret == 0) return true;

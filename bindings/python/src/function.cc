@@ -268,6 +268,37 @@ static PyObject* PackedFuncVectorcall(PyObject* self, PyObject* const* args, siz
   return FinishCall(rc, ret, ret_code);
 }
 
+// f.call_async(*args): the coroutine of polyffi.function.call_async(f, *args), which holds the
+// asyncio glue; the submit and the completion are async_call.cc.
+static PyObject* PackedFuncCallAsync(PyObject* self, PyObject* args) {
+  static PyObject* impl = nullptr;  // a module attribute, kept for the interpreter's life
+  if (impl == nullptr) {
+    PyObject* mod = PyImport_ImportModule("polyffi.function");
+    if (mod == nullptr) return nullptr;
+    impl = PyObject_GetAttrString(mod, "call_async");
+    Py_DECREF(mod);
+    if (impl == nullptr) return nullptr;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject* full = PyTuple_New(n + 1);
+  if (full == nullptr) return nullptr;
+  Py_INCREF(self);
+  PyTuple_SET_ITEM(full, 0, self);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* a = PyTuple_GET_ITEM(args, i);
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(full, i + 1, a);
+  }
+  PyObject* coro = PyObject_Call(impl, full, nullptr);
+  Py_DECREF(full);
+  return coro;
+}
+
+static PyMethodDef kPackedFuncMethods[] = {
+    {"call_async", PackedFuncCallAsync, METH_VARARGS,
+     "call_async(*args) -> awaitable: run the call on the core's worker pool."},
+    {nullptr, nullptr, 0, nullptr}};
+
 static PyObject* PackedFuncNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
   PyObject* callable = nullptr;
   static const char* kwlist[] = {"f", nullptr};
@@ -319,6 +350,7 @@ int InitFunctionTypes(PyObject* module) {
   PackedFuncType.tp_vectorcall_offset = offsetof(HandleObject, vectorcall);
   PackedFuncType.tp_call = PyVectorcall_Call;
   PackedFuncType.tp_new = PackedFuncNew;
+  PackedFuncType.tp_methods = kPackedFuncMethods;
   if (InitType(&PackedFuncType, "polyffi.PackedFunc",
                "A runtime function; call it with positional arguments.", &ObjectBaseType,
                Py_TPFLAGS_HAVE_VECTORCALL) < 0) {

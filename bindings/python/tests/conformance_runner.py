@@ -7,6 +7,7 @@ Python.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import math
 import struct
@@ -420,7 +421,10 @@ class CaseRun:
             raise Failure(f"callee is not a function: {describe(function)}")
         args = [self.build(a) for a in step["args"]]
         try:
-            result = function(*args)
+            if step.get("async"):  # the core's async pool, through f.call_async
+                result = asyncio.run(function.call_async(*args))
+            else:
+                result = function(*args)
         except Exception as e:  # noqa: BLE001 - compared against the case
             if "expect_error" in step:
                 self.expect_error(step["expect_error"], e)

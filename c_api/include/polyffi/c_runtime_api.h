@@ -3,7 +3,8 @@
  *
  * Source-compatible with the classic TVM runtime API (c_runtime_api.h, TVM <= 0.19): code
  * written against those declarations compiles against this header and runs unchanged.
- * This header and c_backend_api.h are the whole public surface of libpolyffi.
+ * This header, c_backend_api.h and polyffi's own extension c_async_api.h are the whole public
+ * surface of libpolyffi.
  *
  * Conventions used in every comment below:
  *   borrowed     the callee reads the pointer during the call only; the caller keeps it.
@@ -55,11 +56,11 @@ TVM_DLL int TVMAPIGetVersion(int* major, int* minor, int* patch);
 
 /*!
  * \brief Digest of the C ABI these headers declare: SHA-256 (hex) of the declarations of
- *  c_runtime_api.h and c_backend_api.h without comments or version macros, plus the size,
- *  alignment and field offsets of every public struct. A test of the build
+ *  c_runtime_api.h, c_backend_api.h and c_async_api.h without comments or version macros, plus
+ *  the size, alignment and field offsets of every public struct. A test of the build
  *  (c_api/tests/abi_digest) recomputes it, so it changes whenever a declaration or a layout does.
  */
-#define POLYFFI_ABI_DIGEST "4edbb0b47f05593b1d31d2c2539cf54f4827d296c4c9b69aac7de39d7f1cce83"
+#define POLYFFI_ABI_DIGEST "bc8542610ad3cb3d32b7d697d4fb5ce17b66c35f2bb1bf3de876d6edc715c580"
 
 /*!
  * \brief The ABI digest the loaded libpolyffi was built with. Bindings compare it with the

@@ -1,11 +1,13 @@
 /*
  * Prints the canonical text POLYFFI_ABI_DIGEST is the SHA-256 of (check_abi_digest.cmake
- * hashes it and compares): the declarations of c_runtime_api.h and c_backend_api.h with comments
+ * hashes it and compares): the declarations of c_runtime_api.h, c_backend_api.h and
+ * c_async_api.h with comments
  * removed and whitespace runs collapsed to one space (the version macros and the digest macro
  * itself left out: they change without the ABI changing), then the size, alignment and field
  * offsets of every public struct as this compiler lays them out.
- *   abi_canonical <c_runtime_api.h> <c_backend_api.h>
+ *   abi_canonical <c_runtime_api.h> <c_backend_api.h> <c_async_api.h>
  */
+#include <polyffi/c_async_api.h>
 #include <polyffi/c_backend_api.h>
 #include <polyffi/c_runtime_api.h>
 #include <stdalign.h>
@@ -72,11 +74,13 @@ static int Canonical(const char* path) {
   printf("%s.%s offset %zu size %zu\n", #T, #f, offsetof(T, f), sizeof(((T*)0)->f))
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: abi_canonical <c_runtime_api.h> <c_backend_api.h>\n");
+  if (argc != 4) {
+    fprintf(stderr, "usage: abi_canonical <c_runtime_api.h> <c_backend_api.h> <c_async_api.h>\n");
     return 2;
   }
-  if (Canonical(argv[1]) != 0 || Canonical(argv[2]) != 0) return 1;
+  for (int i = 1; i < argc; ++i) {
+    if (Canonical(argv[i]) != 0) return 1;
+  }
   TYPE(TVMValue);
   FIELD(TVMValue, v_int64);
   FIELD(TVMValue, v_float64);
@@ -112,5 +116,7 @@ int main(int argc, char** argv) {
   FIELD(DLManagedTensor, deleter);
   TYPE(tvm_index_t);
   TYPE(tvm_crt_error_t);
+  TYPE(TVMAsyncStatus);
+  TYPE(TVMAsyncCancelState);
   return 0;
 }

@@ -9,6 +9,7 @@ foreach(_var CANONICAL INCLUDE_DIR)
 endforeach()
 set(_rt "${INCLUDE_DIR}/polyffi/c_runtime_api.h")
 execute_process(COMMAND "${CANONICAL}" "${_rt}" "${INCLUDE_DIR}/polyffi/c_backend_api.h"
+  "${INCLUDE_DIR}/polyffi/c_async_api.h"
   OUTPUT_VARIABLE _text ERROR_VARIABLE _err RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "abi_canonical failed (${_rc}): ${_err}")

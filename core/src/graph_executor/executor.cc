@@ -1,6 +1,7 @@
 // The graph executor: inputs and outputs, zero copy, the run loop and its kernel table.
 #include "graph_executor/executor.h"
 
+#include "polyffi/async.h"
 #include "polyffi/env_api.h"
 
 namespace polyffi {
@@ -92,8 +93,10 @@ void GraphExecutor::Run() {
   if (!all_inputs_set_) CheckInputsSet();
   // A long run honours the host's Ctrl-C: its signal check, every 10 ms, may stop it with -2.
   env::PeriodicSignalCheck signals;
+  // An async call (polyffi/async.h) that was cancelled stops between nodes too.
   for (Op& op : ops_) {
     Check(signals.Tick());
+    Check(async::CheckCancelled());
     if (op.func == nullptr) {
       // "__copy" (TVM's device copy node): inputs[0] -> outputs[0]. "__nop" has no entry.
       CheckCall(TVMArrayCopyFromTo(static_cast<DLTensor*>(op.values[0].v_handle),

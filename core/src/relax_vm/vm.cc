@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "polyffi/async.h"
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
 #include "relax_vm.h"
@@ -275,6 +276,11 @@ void VirtualMachine::InvokeBytecode(int64_t fidx, const TVMValue* values, const 
     const Instr& in = instrs[pc];
     switch (in.op) {
       case Opcode::kCall:
+        // A cancelled async call (polyffi/async.h) stops before its next call instruction.
+        if (__builtin_expect(async::CancelRequested(), 0)) {
+          Throw("CancelledError", "the async call was cancelled while it ran (relax VM, ", f.name,
+                ")");
+        }
         RunCall(frame, in);
         ++pc;
         break;

@@ -458,7 +458,8 @@ void CaseRun::RunCall(const json& step, const ValuePtr& function) {
   for (const json& a : step.at("args")) args.push_back(Build(a));
   ValuePtr result;
   try {
-    result = CallFunction(function->raw().v_handle, args);
+    result = step.value("async", false) ? CallFunctionAsync(function->raw().v_handle, args)
+                                        : CallFunction(function->raw().v_handle, args);
   } catch (const ApiError& e) {
     if (step.contains("expect_error")) {
       ExpectError(step["expect_error"], e);

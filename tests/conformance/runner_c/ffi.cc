@@ -1,8 +1,11 @@
 #include "ffi.h"
 
+#include <polyffi/c_async_api.h>
 #include <polyffi/type_code_name.h>
 
 #include <cctype>
+#include <condition_variable>
+#include <mutex>
 
 namespace conformance {
 
@@ -155,6 +158,47 @@ ValuePtr CallFunction(TVMFunctionHandle f, const Args& args) {
   CheckCall(
       TVMFuncCall(f, values.data(), codes.data(), static_cast<int>(args.size()), &ret, &ret_code));
   return Value::Adopt(ret, ret_code);
+}
+
+namespace {
+
+struct AsyncOutcome {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int status = 0;
+  std::string error;
+  ValuePtr result;
+
+  static void OnDone(int status, TVMValue* ret, int code, void* self) {
+    auto* o = static_cast<AsyncOutcome*>(self);
+    // Adopted here: strings and bytes are the worker's thread-local storage until we return.
+    ValuePtr result = status == kTVMAsyncReturned ? Value::Adopt(*ret, code) : nullptr;
+    std::lock_guard<std::mutex> lock(o->mu);
+    o->status = status;
+    if (status != kTVMAsyncReturned) o->error = TVMGetLastError();
+    o->result = std::move(result);
+    o->done = true;
+    o->cv.notify_all();
+  }
+};
+
+}  // namespace
+
+ValuePtr CallFunctionAsync(TVMFunctionHandle f, const Args& args) {
+  std::vector<TVMValue> values(args.size());
+  std::vector<int> codes(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    values[i] = args[i]->Packed();
+    codes[i] = args[i]->code();
+  }
+  AsyncOutcome outcome;
+  CheckCall(TVMAsyncSubmit(f, values.data(), codes.data(), static_cast<int>(args.size()),
+                           AsyncOutcome::OnDone, &outcome, nullptr));
+  std::unique_lock<std::mutex> lock(outcome.mu);
+  outcome.cv.wait(lock, [&] { return outcome.done; });
+  if (outcome.status != kTVMAsyncReturned) throw ApiError(outcome.status, outcome.error);
+  return outcome.result;
 }
 
 ValuePtr GetGlobal(const std::string& name) {

@@ -83,6 +83,11 @@ using Args = std::vector<ValuePtr>;
 
 /*! \brief Call f with args; throws ApiError on failure. The result is owned. */
 ValuePtr CallFunction(TVMFunctionHandle f, const Args& args);
+/*!
+ * \brief The same call through the core's async pool (TVMAsyncSubmit), waited for: the result is
+ *  adopted, or the error thrown as ApiError, on the worker thread's terms (c_async_api.h).
+ */
+ValuePtr CallFunctionAsync(TVMFunctionHandle f, const Args& args);
 
 /*! \brief An owned global function; throws Failure when it is not registered. */
 ValuePtr GetGlobal(const std::string& name);

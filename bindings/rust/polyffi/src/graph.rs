@@ -178,6 +178,13 @@ impl GraphModule {
         self.run.invoke(())
     }
 
+    /// [`run`](Self::run) on the core's worker pool: `g.run_async()?.await?` (one run at a
+    /// time per GraphModule, as for `run`). Dropping the future stops a started run between
+    /// nodes.
+    pub fn run_async(&self) -> Result<crate::CallFuture> {
+        self.run.call_async(&[])
+    }
+
     /// A new array holding a copy of output `index`.
     pub fn get_output(&self, index: usize) -> Result<NDArray> {
         self.get_output.invoke((index,))

@@ -20,6 +20,7 @@
 //! (conversions), [`function`], [`callback`] (closures), [`registry`] (globals, modules),
 //! [`errors`], [`ndarray`], plus [`graph`] and [`vm`] for compiled models.
 
+pub mod async_call;
 pub mod callback;
 pub mod errors;
 pub mod function;
@@ -30,6 +31,7 @@ pub mod registry;
 pub mod value;
 pub mod vm;
 
+pub use async_call::{configure_async, AsyncPool, CallFuture, CancelState};
 pub use errors::{Error, Result};
 pub use function::Function;
 pub use graph::GraphModule;

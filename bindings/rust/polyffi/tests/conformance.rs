@@ -581,7 +581,12 @@ impl CaseRun {
             .as_array()
             .map(|a| a.iter().map(|x| self.build(x)).collect::<Outcome<Vec<_>>>())
             .unwrap_or_else(|| Ok(Vec::new()))?;
-        let result = f.call(&args);
+        let result = if step.get("async").and_then(Json::as_bool) == Some(true) {
+            // The core's async pool: Function::call_async, driven by a runtime-free block_on.
+            f.call_async(&args).and_then(block_on)
+        } else {
+            f.call(&args)
+        };
         drop(f);
         match (result, step.get("expect_error")) {
             (Err(e), Some(spec)) => Self::expect_error(spec, &e),
@@ -860,4 +865,24 @@ fn main() {
         std::process::exit(101);
     }
     conclusion.exit();
+}
+
+/// Waits for a future on this thread (the async cases need no runtime: the core's completion
+/// wakes the thread).
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
 }

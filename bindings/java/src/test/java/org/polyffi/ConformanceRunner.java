@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -574,6 +575,19 @@ final class ConformanceRunner {
 
   // ---- steps --------------------------------------------------------------------------------
 
+  /** The call, or with "async": true the binding's callAsync, waited for. */
+  static Object callMaybeAsync(Function f, JsonNode step, Object[] args) {
+    if (!step.path("async").asBoolean(false)) return f.call(args);
+    try {
+      return f.callAsync(args).join();
+    } catch (CompletionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException) throw (RuntimeException) cause;
+      if (cause instanceof Error) throw (Error) cause;
+      throw e;
+    }
+  }
+
   void runCall(JsonNode step, Object function) {
     if (!(function instanceof Function))
       throw new Failure("callee is not a function: " + describe(function));
@@ -581,7 +595,7 @@ final class ConformanceRunner {
     for (JsonNode a : step.get("args")) args.add(build(a));
     Object result;
     try {
-      result = temp(((Function) function).call(args.toArray()));
+      result = temp(callMaybeAsync((Function) function, step, args.toArray()));
     } catch (RuntimeException | Error ex) {
       if (ex instanceof Failure) throw ex;
       if (step.has("expect_error")) {
