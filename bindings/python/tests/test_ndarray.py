@@ -97,9 +97,14 @@ def test_callback_receives_ndarray(testing):
         return x
 
     a = np.ones(5, dtype="float32")
-    out = testing.apply(cb, a)
+    # The callback sees the caller's array without a copy, but the view it receives lives only as
+    # long as the call's frame: handing it back would give the caller a dangling tensor.
+    with pytest.raises(ValueError, match="borrowed NDArray view cannot be returned"):
+        testing.apply(cb, a)
     assert seen[0][0] is polyffi.NDArray and seen[0][1] == (5,) and seen[0][2] == 5.0
-    assert out.data_ptr == a.ctypes.data
+    # What a callback may return instead: an array it owns.
+    out = testing.apply(lambda x: polyffi.nd.array(x.numpy() * 2), a)
+    assert out.numpy().tolist() == [2.0] * 5
 
 
 def test_torch_zero_copy(testing):
