@@ -530,5 +530,23 @@ TEST(RuntimeLibrary, EmptyTensorWithoutDataAndAnOffsetIsEmpty) {
   EXPECT_EQ(TVMArrayFree(out), 0);
 }
 
+// Found by fuzz_globals (long run): vm.builtin.read_if_cond read the first element of a condition
+// tensor with elements but NULL data, at NULL + byte_offset (UBSan: offset applied to a null
+// pointer, then a read from it).
+TEST(RelaxBuiltins, ConditionTensorWithoutDataIsAValueError) {
+  int64_t shape[1] = {1};
+  DLTensor cond{nullptr, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, shape, nullptr, 4};
+  Global read_if_cond("vm.builtin.read_if_cond");
+  Ret r = Call(read_if_cond.get(), {Handle(&cond, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error,
+            "ValueError: vm.builtin.read_if_cond: the condition tensor has no data (NULL)");
+  int32_t one = 1;
+  DLTensor ok{&one, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, shape, nullptr, 0};
+  r = Call(read_if_cond.get(), {Handle(&ok, kTVMDLTensorHandle)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_NE(r.value.v_int64, 0);
+}
+
 }  // namespace
 }  // namespace hardening

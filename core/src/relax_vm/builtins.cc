@@ -4,6 +4,7 @@
 // may add or replace one. Unlike TVM's, every index into the shape heap and every storage offset is
 // checked.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <ostream>
 
@@ -411,6 +412,12 @@ POLYFFI_CORE_GLOBAL("vm.builtin.read_if_cond", [](const Args& args, RetValue* rv
           DataTypeName(t->dtype));
   }
   if (CompactBytes(*t) == 0) Throw("ValueError", args.fname(), ": the condition tensor is empty");
+  const uintptr_t base = reinterpret_cast<uintptr_t>(t->data);
+  if (base == 0) Throw("ValueError", args.fname(), ": the condition tensor has no data (NULL)");
+  if (base + t->byte_offset < base) {
+    Throw("ValueError", args.fname(),
+          ": the condition tensor's byte_offset wraps its data pointer");
+  }
   const char* p = static_cast<const char*>(t->data) + t->byte_offset;
   const int bits = t->dtype.bits;
   if (bits != 1 && bits != 8 && bits != 16 && bits != 32 && bits != 64) {
