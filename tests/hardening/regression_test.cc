@@ -10,6 +10,7 @@
 namespace hardening {
 namespace {
 
+using abitests::Float;
 using abitests::Handle;
 using abitests::Int;
 using abitests::Str;
@@ -546,6 +547,25 @@ TEST(RelaxBuiltins, ConditionTensorWithoutDataIsAValueError) {
   r = Call(read_if_cond.get(), {Handle(&ok, kTVMDLTensorHandle)});
   ASSERT_EQ(r.rc, 0) << r.error;
   EXPECT_NE(r.value.v_int64, 0);
+}
+
+// Found by fuzz_globals (long run): the sampling builtins read float elements in place, and a
+// byte_offset of 1 made that a misaligned load (UBSan). A misaligned tensor is a ValueError.
+TEST(Sampling, MisalignedDistributionIsAValueError) {
+  alignas(4) float probs[3] = {0.25f, 0.5f, 0.25f};
+  int64_t shape[1] = {2};
+  DLTensor bad{probs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 1};
+  Global sample("vm.builtin.sample_top_p_from_prob");
+  Ret r = Call(sample.get(), {Handle(&bad, kTVMDLTensorHandle), Float(0.9), Float(0.5)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_EQ(r.error,
+            "ValueError: vm.builtin.sample_top_p_from_prob: the prob's data is not aligned to its "
+            "4-byte elements");
+  DLTensor ok{probs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 4};
+  r = Call(sample.get(), {Handle(&ok, kTVMDLTensorHandle), Float(0.9), Float(0.5)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_GE(r.value.v_int64, 0);
+  EXPECT_LT(r.value.v_int64, 2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -44,6 +45,11 @@ DLTensor* TypedTensor(const Args& args, int i, const char* what, int code, int b
           code == kDLFloat ? "float" : "int", bits, ", got ", DataTypeName(t->dtype));
   }
   if (t->ndim < 1) Throw("ValueError", args.fname(), ": the ", what, " must have a last dimension");
+  // Elements are read as float / int32 in place: their address must suit the type.
+  if (reinterpret_cast<uintptr_t>(DataOf(t)) % (bits / 8) != 0) {
+    Throw("ValueError", args.fname(), ": the ", what, "'s data is not aligned to its ", bits / 8,
+          "-byte elements");
+  }
   return t;
 }
 
