@@ -19,68 +19,24 @@
 #include <string>
 #include <vector>
 
+#include "fixture_util.h"
+
 namespace {
+
+using fixture::Call;
+using fixture::Global;
+using fixture::LastError;
+using fixture::ReadFile;
+using fixture::Val;
 
 using Json = nlohmann::json;
 const std::string kDir = TVM027_LM_DIR;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 std::vector<float> ReadFloats(const std::string& name) {
   std::string b = ReadFile(kDir + "/" + name);
   std::vector<float> out(b.size() / 4);
   std::memcpy(out.data(), b.data(), out.size() * 4);
   return out;
-}
-
-std::string LastError() { return TVMGetLastError(); }
-
-/*! \brief An owned call result or argument object. */
-struct Val {
-  TVMValue v{};
-  int code = kTVMNullptr;
-  Val() = default;
-  Val(const Val&) = delete;
-  Val(Val&& o) noexcept : v(o.v), code(o.code) { o.code = kTVMNullptr; }
-  Val& operator=(Val&& o) noexcept {
-    std::swap(v, o.v);
-    std::swap(code, o.code);
-    return *this;
-  }
-  ~Val() {
-    if (code == kTVMNDArrayHandle) {
-      TVMArrayFree(static_cast<TVMArrayHandle>(v.v_handle));
-    } else if (code == kTVMObjectHandle || code == kTVMPackedFuncHandle) {
-      TVMObjectFree(v.v_handle);
-    } else if (code == kTVMModuleHandle) {
-      TVMModFree(v.v_handle);
-    }
-  }
-  DLTensor* tensor() const {
-    return code == kTVMNDArrayHandle ? static_cast<DLTensor*>(v.v_handle) : nullptr;
-  }
-};
-
-/*! \brief f(args): the result, or a C++ exception carrying polyffi's last error. */
-Val CallF(TVMFunctionHandle f, std::vector<TVMValue> v, std::vector<int> c) {
-  Val r;
-  if (TVMFuncCall(f, v.data(), c.data(), static_cast<int>(v.size()), &r.v, &r.code) != 0) {
-    throw std::runtime_error(LastError());
-  }
-  return r;
-}
-
-TVMFunctionHandle Global(const char* name) {
-  TVMFunctionHandle f = nullptr;
-  TVMFuncGetGlobal(name, &f);
-  if (f == nullptr) throw std::runtime_error(std::string("missing global ") + name);
-  return f;
 }
 
 TVMValue I(int64_t x) {
@@ -92,7 +48,7 @@ TVMValue I(int64_t x) {
 Val Shape(const std::vector<int64_t>& dims) {
   std::vector<TVMValue> v;
   for (int64_t d : dims) v.push_back(I(d));
-  return CallF(Global("runtime.ShapeTuple"), v, std::vector<int>(v.size(), kTVMArgInt));
+  return Call(Global("runtime.ShapeTuple"), v, std::vector<int>(v.size(), kTVMArgInt));
 }
 
 Val NewArray(const std::vector<int64_t>& shape, DLDataType t) {
@@ -127,7 +83,7 @@ struct Model {
     vm.code = kTVMModuleHandle;
     TVMValue init[3] = {I(kDLCPU), I(0), I(2)};
     TVMFunctionHandle f = Get(vm.v.v_handle, "vm_initialization");
-    Val ignored = CallF(f, {init[0], init[1], init[2]}, {kTVMArgInt, kTVMArgInt, kTVMArgInt});
+    Val ignored = Call(f, {init[0], init[1], init[2]}, {kTVMArgInt, kTVMArgInt, kTVMArgInt});
     TVMFuncFree(f);
     prefill = Get(vm.v.v_handle, "prefill");
     decode = Get(vm.v.v_handle, "decode");
@@ -185,7 +141,7 @@ struct Model {
       v.push_back(a.v);
       c.push_back(a.code);
     }
-    params = CallF(Global("runtime.Array"), v, c);
+    params = Call(Global("runtime.Array"), v, c);
   }
 
   Val Cache(int64_t max_total_seq_len = -1, int64_t page_size = -1) {
@@ -201,7 +157,7 @@ struct Model {
       shapes.push_back(Shape({x}));
       v.push_back(shapes.back().v);
     }
-    return CallF(create, v, std::vector<int>(v.size(), kTVMObjectHandle));
+    return Call(create, v, std::vector<int>(v.size(), kTVMObjectHandle));
   }
 
   static void KV(const char* name, const Val& cache, std::vector<int64_t> ints) {
@@ -211,16 +167,16 @@ struct Model {
       v.push_back(I(x));
       c.push_back(kTVMArgInt);
     }
-    Val r = CallF(Global(name), v, c);
+    Val r = Call(Global(name), v, c);
   }
   static void Begin(const Val& cache, const std::vector<int64_t>& ids,
                     const std::vector<int64_t>& lens) {
     Val s = Shape(ids), l = Shape(lens);
-    Val r = CallF(Global("vm.builtin.kv_state_begin_forward"), {cache.v, s.v, l.v},
-                  {kTVMObjectHandle, kTVMObjectHandle, kTVMObjectHandle});
+    Val r = Call(Global("vm.builtin.kv_state_begin_forward"), {cache.v, s.v, l.v},
+                 {kTVMObjectHandle, kTVMObjectHandle, kTVMObjectHandle});
   }
   static void End(const Val& cache) {
-    Val r = CallF(Global("vm.builtin.kv_state_end_forward"), {cache.v}, {kTVMObjectHandle});
+    Val r = Call(Global("vm.builtin.kv_state_end_forward"), {cache.v}, {kTVMObjectHandle});
   }
 
   /*! \brief Logits (1, total, V) of a batched prefill. */
@@ -235,8 +191,8 @@ struct Model {
     Begin(cache, ids, lens);
     Val in = NewArray({1, static_cast<int64_t>(tokens.size())}, DLDataType{kDLInt, 32, 1});
     std::memcpy(in.tensor()->data, tokens.data(), tokens.size() * 4);
-    Val out = CallF(prefill, {in.v, cache.v, params.v},
-                    {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
+    Val out = Call(prefill, {in.v, cache.v, params.v},
+                   {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
     End(cache);
     return Floats(out, static_cast<int64_t>(tokens.size()));
   }
@@ -248,8 +204,8 @@ struct Model {
     for (size_t i = 0; i < tokens.size(); ++i) {
       static_cast<int32_t*>(in.tensor()->data)[i] = tokens[i];
     }
-    Val out = CallF(decode, {in.v, cache.v, params.v},
-                    {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
+    Val out = Call(decode, {in.v, cache.v, params.v},
+                   {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
     End(cache);
     return Floats(out, static_cast<int64_t>(tokens.size()));
   }
@@ -449,8 +405,8 @@ TEST_F(Tvm027Lm, ErrorsAreTypedAndLeaveTheCacheUsable) {
   EXPECT_NE(ErrorOf([&] {
               Val in = NewArray({1, 1}, DLDataType{kDLInt, 32, 1});
               static_cast<int32_t*>(in.tensor()->data)[0] = 1;
-              Val out = CallF(m.decode, {in.v, cache.v, m.params.v},
-                              {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
+              Val out = Call(m.decode, {in.v, cache.v, m.params.v},
+                             {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle});
             }).find("ValueError"),
             std::string::npos);
   // Not a cache.
@@ -466,7 +422,7 @@ TEST_F(Tvm027Lm, ErrorsAreTypedAndLeaveTheCacheUsable) {
   EXPECT_NE(ErrorOf([&] { m.Cache(int64_t{1} << 62, 16); }).find("ValueError: "),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] {
-              CallF(Global("vm.builtin.paged_attention_kv_cache_create"), {}, {});
+              Call(Global("vm.builtin.paged_attention_kv_cache_create"), {}, {});
             }).find("TypeError: "),
             std::string::npos);
 
