@@ -18,22 +18,18 @@ extern thread_local const std::atomic<bool>* tls_cancel_flag;
 /*! \brief Set this thread's last error to the CancelledError of a cancelled running call. */
 [[gnu::cold]] int SetCancelledError();
 
+/*! \brief Whether the async call running on this thread was asked to stop. */
+inline bool CancelRequested() {
+  const std::atomic<bool>* flag = tls_cancel_flag;
+  return flag != nullptr && flag->load(std::memory_order_relaxed);
+}
+
 /*!
  * \brief 0, or -1 with a CancelledError as the last error when the async call running on this
  *  thread was asked to stop. One thread-local load on the common path.
  */
 inline int CheckCancelled() {
-  const std::atomic<bool>* flag = tls_cancel_flag;
-  if (__builtin_expect(flag != nullptr && flag->load(std::memory_order_relaxed), 0)) {
-    return SetCancelledError();
-  }
-  return 0;
-}
-
-/*! \brief Whether the async call running on this thread was asked to stop. */
-inline bool CancelRequested() {
-  const std::atomic<bool>* flag = tls_cancel_flag;
-  return flag != nullptr && flag->load(std::memory_order_relaxed);
+  return __builtin_expect(CancelRequested(), 0) ? SetCancelledError() : 0;
 }
 
 struct Call;
