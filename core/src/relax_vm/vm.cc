@@ -545,6 +545,15 @@ ObjectPtr<FunctionObj> VirtualMachine::GetOwnFunction(const std::string& name) {
           bool include_return = args.Bool(2);
           self->Entry([&] {
             ObjectPtr<ClosureObj> base = self->GetClosure(fn);
+            // Bound arguments fill the function's last parameters: more than it takes could
+            // never be called, and saving a closure onto its own name again and again would
+            // otherwise grow it without limit (fuzz_globals long run).
+            const size_t bound = base->bound_args.size() + static_cast<size_t>(args.size() - 3);
+            if (base->vm_func >= 0 && base->exec != nullptr &&
+                bound > static_cast<size_t>(base->exec->funcs[base->vm_func].num_args)) {
+              Throw("ValueError", "save_function: ", bound, " arguments bound but '", fn,
+                    "' takes ", base->exec->funcs[base->vm_func].num_args);
+            }
             auto clo = MakeObject<ClosureObj>();
             clo->func_name = saved;
             clo->vm_func = base->vm_func;
