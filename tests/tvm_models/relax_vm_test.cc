@@ -581,8 +581,8 @@ TEST(RelaxVM, SaveFunctionBindsArguments) {
   EXPECT_EQ(none.code, kTVMNullptr);
   // main takes one argument: a second one bound, directly or by saving the saved closure onto
   // itself again (fuzz_globals long run: it grew without limit), is a ValueError.
-  ExpectError([&] { vm.Get("save_function")("main", "twice", true, a.nd(), a.nd()); },
-              "ValueError", "2 arguments bound but 'main' takes 1");
+  ExpectError([&] { vm.Get("save_function")("main", "twice", true, a.nd(), a.nd()); }, "ValueError",
+              "2 arguments bound but 'main' takes 1");
   ExpectError([&] { vm.Get("save_function")("main_saved", "main_saved", true, a.nd()); },
               "ValueError", "2 arguments bound but 'main_saved' takes 1");
   Val again = vm.Get("main_saved")();
