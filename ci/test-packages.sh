@@ -81,7 +81,7 @@ CMAKE
   # the aarch64 tarball, runs the digits model that TVM 0.27 compiled for aarch64.
   tarball="$dist/c/polyffi-$version-linux-aarch64.tar.gz"
   if [ "$machine" = x86_64 ] && [ -f "$tarball" ]; then
-    need=(qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+    need=(qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross googletest)
     missing=()
     for p in "${need[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -104,6 +104,27 @@ CMAKE
       "$root/tests/tvm_models/tvm027/aarch64/digits.so" "$relax/b1_input_data.bin" \
       "$relax/b1_output_0.bin" "$prefix/lib"
     say "c: $(basename "$tarball") under qemu-aarch64 (TVM 0.27 digits model built for aarch64)"
+
+    # The C conformance runner and its fixture libraries, cross-built against the same tarball
+    # (gtest from Debian's googletest sources), every case run under qemu-aarch64; the TVM
+    # fixtures are TVM 0.27's aarch64 builds, and the TVM 0.18 factory (no aarch64 build) is left
+    # out: capabilities/c-aarch64.json lists what is skipped and why, and matrix.py checks it.
+    aarch64_tvm="$root/tests/tvm_models/tvm027/aarch64"
+    conf="$root/build/package/aarch64/conformance"
+    cmake -S "$checks/conformance" -B "$conf" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+      -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ \
+      -DCMAKE_PREFIX_PATH="$prefix" -Dpolyffi_DIR="$prefix/lib/cmake/polyffi" \
+      -DPOLYFFI_FACTORY_SRC= -DPOLYFFI_TVMFFI_SRC="$aarch64_tvm/two_funcs.so" \
+      -DPOLYFFI_RELAX_SRC="$aarch64_tvm/two_outputs.so" >"$tmp/c-aarch64/configure.log" 2>&1 ||
+      { cat "$tmp/c-aarch64/configure.log"; exit 1; }
+    ninja -C "$conf" conformance_c >"$tmp/c-aarch64/build.log" 2>&1 ||
+      { cat "$tmp/c-aarch64/build.log"; exit 1; }
+    results="$tmp/c-aarch64/results"
+    POLYFFI_CONFORMANCE_BINDING=c-aarch64 POLYFFI_CONFORMANCE_OUT="$results" \
+      qemu-aarch64 -L /usr/aarch64-linux-gnu "$conf/bin/conformance_c" --gtest_brief=1
+    python3 "$root/tests/conformance/matrix.py" "$results" --require c-aarch64
+    say "c: conformance runner under qemu-aarch64 against $(basename "$tarball")"
   fi
 fi
 
