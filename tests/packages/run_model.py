@@ -46,7 +46,8 @@ def main_relax(library: str, input_path: str, output_path: str) -> None:
     rel = float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-30)))
     if not rel <= 1e-5:
         raise SystemExit(f"run_model.py: output differs from TVM's (largest relative {rel:.3g})")
-    print(f"run_model.py: {got.size} outputs within {rel:.2g} of TVM's; libpolyffi {check_mapped()}")
+    lib = check_mapped()
+    print(f"run_model.py: {got.size} outputs within {rel:.2g} of TVM's; libpolyffi {lib}")
 
 
 def main() -> None:

@@ -6,12 +6,14 @@ runs it from C under qemu-user against the aarch64 libpolyffi of dist/c).
 out_dir defaults to tests/tvm_models/tvm027/aarch64. It writes digits.so: the same module as
 tests/tvm_models/tvm027/relax/digits.so (generate_tvm027.model_digits), built for the target
 {"kind": "llvm", "mtriple": "aarch64-linux-gnu"} and linked by Debian's aarch64-linux-gnu-g++,
-plus manifest.json (versions, target, sha256). It also writes the aarch64 builds of two fixtures
-of the conformance cases (the C runner cross-built for aarch64 loads them, ci/test-packages.sh):
-two_funcs.so (generate_tvm027.kernel_two_funcs, as tests/tvm_models/tvm027/kernels/) and
-two_outputs.so (generate_tvm027.model_two_outputs at batch 1, as tests/tvm_models/tvm027/relax/). TVM cannot run it here, so the reference outputs
+plus manifest.json (versions, target, sha256). TVM cannot run it here, so the reference outputs
 are the x86-64 fixture's, which TVM 0.27 computed from the same module and inputs: LLVM fuses
 multiply-adds on aarch64, so a run compares them with a tolerance, not byte for byte.
+
+It also writes aarch64 builds of two fixtures of the conformance cases, which the C runner
+cross-built for aarch64 loads (ci/test-packages.sh): two_funcs.so (kernel_two_funcs, as in
+tests/tvm_models/tvm027/kernels/) and two_outputs.so (model_two_outputs at batch 1, as in
+tests/tvm_models/tvm027/relax/); the cases' expected values are TVM's x86-64 results.
 """
 
 import hashlib
@@ -41,7 +43,8 @@ def main():
     lib = out / "digits.so"
     target = tvm.target.Target(TARGET_JSON)
     relax.build(mod, target=target).export_library(str(lib), cc=CC)
-    tvm.compile(g.kernel_two_funcs(), target=target).export_library(str(out / "two_funcs.so"), cc=CC)
+    kernels = tvm.compile(g.kernel_two_funcs(), target=target)
+    kernels.export_library(str(out / "two_funcs.so"), cc=CC)
     two_outputs, _ = g.model_two_outputs(1)
     relax.build(two_outputs, target=target).export_library(str(out / "two_outputs.so"), cc=CC)
     libs = ["digits.so", "two_funcs.so", "two_outputs.so"]

@@ -41,8 +41,8 @@ json ReadJson(const fs::path& path) {
 
 struct Suite {
   std::string lib_dir;
-  std::string binding;  // capabilities/<binding>.json, <binding>.json
-  std::map<std::string, std::string> unsupported;  // case id -> reason (capabilities/<binding>.json)
+  std::string binding;                             // capabilities/<binding>.json, <binding>.json
+  std::map<std::string, std::string> unsupported;  // case id -> reason (its capabilities file)
   std::map<std::string, std::string> results;      // case id -> pass | fail | skip
   std::set<std::string> case_ids;
   int64_t live_at_start = 0;
@@ -115,8 +115,8 @@ void WriteResults(const fs::path& dir) {
   for (const auto& [id, status] : TheSuite().results) out[id] = status;
   fs::path file = dir / (TheSuite().binding + ".json");
   std::ofstream(file) << out.dump(2) << "\n";
-  std::cout << "[conformance] wrote " << file.string() << " ("
-            << TheSuite().results.size() << " cases)\n";
+  std::cout << "[conformance] wrote " << file.string() << " (" << TheSuite().results.size()
+            << " cases)\n";
 }
 
 int Main(int argc, char** argv) {
