@@ -207,7 +207,8 @@ if wants python; then
       [ ${#cross[@]} -eq 0 ] || plat=auto
       PATH="$tools/bin:$PATH" quiet "$tools/bin/auditwheel" repair --plat "$plat" \
         -w "$dist/python" "$work/wheels"/*.whl
-      repaired="$(basename "$work/wheels"/*.whl | sed "s/-linux_$arch.whl\$//")-*manylinux_2_17_$arch*.whl"
+      repaired=$(basename "$work/wheels"/*.whl | sed "s/-linux_$arch.whl\$//")
+      repaired="$repaired-*manylinux_2_17_$arch*.whl"
       compgen -G "$dist/python/$repaired" >/dev/null ||
         { echo "ci/package.sh: auditwheel did not write $repaired"; exit 1; }
       say "wheel for $py ($arch)"

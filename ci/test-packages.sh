@@ -159,11 +159,13 @@ if wants python; then
       unpacked="$tmp/wheel-$tag"
       mkdir -p "$unpacked" && (cd "$unpacked" && python3 -m zipfile -e "$wheel" .)
       sos=$(find "$unpacked" -name '*.so' | sort)
-      [ "$(echo "$sos" | grep -c "/polyffi/_core.cpython-3${tag#cp3}-aarch64-linux-gnu.so$")" = 1 ] &&
+      core="/polyffi/_core.cpython-3${tag#cp3}-aarch64-linux-gnu.so$"
+      [ "$(echo "$sos" | grep -c "$core")" = 1 ] &&
         [ "$(echo "$sos" | grep -c '/polyffi/libpolyffi.so$')" = 1 ] ||
         { echo "test-packages: $(basename "$wheel") holds: $sos"; exit 1; }
       for so in $sos; do
-        readelf -h "$so" | grep -q 'Machine: *AArch64' || { echo "test-packages: $so: not AArch64"; exit 1; }
+        readelf -h "$so" | grep -q 'Machine: *AArch64' ||
+          { echo "test-packages: $so: not AArch64"; exit 1; }
         newest=$(readelf -V --wide "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tail -1)
         [ "$(printf '%s\nGLIBC_2.17\n' "$newest" | sort -V | tail -1)" = GLIBC_2.17 ] ||
           { echo "test-packages: $so needs $newest"; exit 1; }
@@ -178,19 +180,22 @@ if wants python; then
         SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
         $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq; }
       rm -rf "$pyroot" && mkdir -p "$pyroot/debs"
-      (cd "$pyroot/debs" && apt-get download -q python3.11-minimal:arm64 libpython3.11-minimal:arm64 \
-        libpython3.11-stdlib:arm64 libexpat1:arm64 zlib1g:arm64 libffi8:arm64 libbz2-1.0:arm64 \
-        liblzma5:arm64 libssl3:arm64 libuuid1:arm64 libcrypt1:arm64 libsqlite3-0:arm64 >/dev/null 2>&1)
+      (cd "$pyroot/debs" && apt-get download -q python3.11-minimal:arm64 \
+        libpython3.11-minimal:arm64 libpython3.11-stdlib:arm64 libexpat1:arm64 zlib1g:arm64 \
+        libffi8:arm64 libbz2-1.0:arm64 liblzma5:arm64 libssl3:arm64 libuuid1:arm64 libcrypt1:arm64 \
+        libsqlite3-0:arm64 >"$tmp/apt-download.log" 2>&1) || { cat "$tmp/apt-download.log"; exit 1; }
       for deb in "$pyroot"/debs/*.deb; do dpkg-deb -x "$deb" "$pyroot/root"; done
     fi
     site="$tmp/aarch64-site"
-    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$site" \
-      --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 --python-version 3.11 --implementation cp --abi cp311 --only-binary=:all: "$wheel" numpy
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+      --target "$site" --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+      --python-version 3.11 --implementation cp --abi cp311 --only-binary=:all: "$wheel" numpy
     libs="$pyroot/root/lib/aarch64-linux-gnu:$pyroot/root/usr/lib/aarch64-linux-gnu"
-    (cd "$tmp" && qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$libs" -E PYTHONPATH="$site" \
-      "$pyroot/root/usr/bin/python3.11" "$checks/run_model.py" relax \
-      "$root/tests/tvm_models/tvm027/aarch64/digits.so" "$root/tests/tvm_models/tvm027/relax/digits/b1_input_data.bin" \
-      "$root/tests/tvm_models/tvm027/relax/digits/b1_output_0.bin")
+    relax="$root/tests/tvm_models/tvm027/relax/digits"
+    (cd "$tmp" && qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$libs" \
+      -E PYTHONPATH="$site" "$pyroot/root/usr/bin/python3.11" "$checks/run_model.py" relax \
+      "$root/tests/tvm_models/tvm027/aarch64/digits.so" "$relax/b1_input_data.bin" \
+      "$relax/b1_output_0.bin")
     say "python: $(basename "$wheel") under qemu-aarch64 (Debian's arm64 CPython 3.11)"
   fi
 fi
