@@ -142,17 +142,58 @@ if wants python; then
   stage_core "$src/polyffi_src"
   "$tools/bin/python" -m build -q --sdist --outdir "$dist/python" "$src" >/dev/null
   sdist="$dist/python/polyffi-$version.tar.gz"
+  # CPython's headers for a cross build: this machine's interpreter's, with its pyconfig.h changed
+  # where configure answers differently on aarch64 (docs/packaging.md: the same four macros Debian's
+  # amd64 and arm64 builds of one CPython differ in; none changes a public type's layout).
+  # pyconfig.h is included from Python.h's own directory, so the whole tree is copied.
+  cross_python_headers() {  # python arch -> include directory
+    local inc dest
+    inc=$("$1" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    dest="$work/$2/python-include/$(basename "$inc")"
+    rm -rf "$dest" && mkdir -p "$(dirname "$dest")" && cp -r "$inc" "$dest"
+    [ "$2" = aarch64 ] || { echo "ci/package.sh: no pyconfig.h rules for $2" >&2; exit 1; }
+    sed -i -e 's|^#define HAVE_GCC_ASM_FOR_X64 1$|/* #undef HAVE_GCC_ASM_FOR_X64 */|' \
+      -e 's|^#define HAVE_GCC_ASM_FOR_X87 1$|/* #undef HAVE_GCC_ASM_FOR_X87 */|' \
+      -e 's|^/\* #undef HAVE_USABLE_WCHAR_T \*/$|#define HAVE_USABLE_WCHAR_T 1|' \
+      -e 's|^#define PY_SUPPORT_TIER 1$|#define PY_SUPPORT_TIER 2|' "$dest/pyconfig.h"
+    if grep -q '^#define HAVE_GCC_ASM_FOR_X' "$dest/pyconfig.h" ||
+      ! grep -q '^#define HAVE_USABLE_WCHAR_T 1$' "$dest/pyconfig.h" ||
+      ! grep -q '^#define SIZEOF_WCHAR_T 4$' "$dest/pyconfig.h" ||
+      ! grep -q '^#define SIZEOF_LONG 8$' "$dest/pyconfig.h"; then
+      echo "ci/package.sh: $inc/pyconfig.h is not the x86-64 Linux one the aarch64 rules expect" >&2
+      exit 1
+    fi
+    echo "$dest"
+  }
   for arch in $arches; do
-    [ "$arch" = x86_64 ] || continue  # aarch64 wheels: not built yet (docs/packaging.md)
     tc=$(toolchain "$arch")
     prebuilt=""
+    cross=()
+    if [ "$arch" != "$(uname -m)" ]; then
+      # Another architecture: this machine's CPython X.Y runs the build, so scikit-build-core is
+      # told the target's extension suffix and platform (the interpreter and ABI tags, cpXY, are
+      # the same). The extension compiles against that CPython's headers: docs/packaging.md says
+      # why they fit aarch64. Every wheel packages the tarball's libpolyffi.so built above.
+      prebuilt="-DPOLYFFI_PREBUILT_LIBRARY=$(prefix_of "$arch")/lib/libpolyffi.so"
+      cross=(_PYTHON_HOST_PLATFORM="linux-$arch")
+    fi
     for minor in 9 10 11 12 13; do
       py=$(find_python "3.$minor") || continue
       rm -rf "$work/wheels" && mkdir -p "$work/wheels"
       # The first wheel builds everything from the sdist alone (which proves that it can); the
       # others package the libpolyffi.so of the first instead of compiling the core again.
-      CC="$tc/cc" CXX="$tc/c++" CMAKE_ARGS="$(cmake_cross "$arch") $prebuilt" \
+      headers=""
+      if [ ${#cross[@]} -gt 0 ]; then
+        cross[1]="SETUPTOOLS_EXT_SUFFIX=.cpython-3$minor-$arch-linux-gnu.so"
+        headers="-DPython_INCLUDE_DIR=$(cross_python_headers "$py" "$arch")"
+      fi
+      env "${cross[@]}" CC="$tc/cc" CXX="$tc/c++" \
+        CMAKE_ARGS="$(cmake_cross "$arch") $prebuilt $headers" \
         "$py" -m pip wheel -q --no-deps -w "$work/wheels" "$sdist"
+      case $(basename "$work/wheels"/*.whl) in
+        *-linux_"$arch".whl) ;;
+        *) echo "ci/package.sh: $(basename "$work/wheels"/*.whl) is not a linux_$arch wheel"; exit 1 ;;
+      esac
       if [ -z "$prebuilt" ]; then
         mkdir -p "$work/$arch/python-core"
         "$tools/bin/python" -c 'import sys, zipfile; open(sys.argv[2], "wb").write(
@@ -160,8 +201,16 @@ if wants python; then
           "$work/$arch/python-core/libpolyffi.so"
         prebuilt="-DPOLYFFI_PREBUILT_LIBRARY=$work/$arch/python-core/libpolyffi.so"
       fi
-      PATH="$tools/bin:$PATH" quiet "$tools/bin/auditwheel" repair --plat "manylinux_2_17_$arch" \
+      # auditwheel takes a --plat of this machine's architecture only; for another one, "auto"
+      # (the wheel's lowest policy), which must come out as 2.17 as well.
+      plat="manylinux_2_17_$arch"
+      [ ${#cross[@]} -eq 0 ] || plat=auto
+      PATH="$tools/bin:$PATH" quiet "$tools/bin/auditwheel" repair --plat "$plat" \
         -w "$dist/python" "$work/wheels"/*.whl
+      repaired=$(basename "$work/wheels"/*.whl | sed "s/-linux_$arch.whl\$//")
+      repaired="$repaired-*manylinux_2_17_$arch*.whl"
+      compgen -G "$dist/python/$repaired" >/dev/null ||
+        { echo "ci/package.sh: auditwheel did not write $repaired"; exit 1; }
       say "wheel for $py ($arch)"
     done
   done

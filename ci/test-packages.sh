@@ -81,7 +81,7 @@ CMAKE
   # the aarch64 tarball, runs the digits model that TVM 0.27 compiled for aarch64.
   tarball="$dist/c/polyffi-$version-linux-aarch64.tar.gz"
   if [ "$machine" = x86_64 ] && [ -f "$tarball" ]; then
-    need=(qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+    need=(qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross googletest)
     missing=()
     for p in "${need[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -104,6 +104,27 @@ CMAKE
       "$root/tests/tvm_models/tvm027/aarch64/digits.so" "$relax/b1_input_data.bin" \
       "$relax/b1_output_0.bin" "$prefix/lib"
     say "c: $(basename "$tarball") under qemu-aarch64 (TVM 0.27 digits model built for aarch64)"
+
+    # The C conformance runner and its fixture libraries, cross-built against the same tarball
+    # (gtest from Debian's googletest sources), every case run under qemu-aarch64; the TVM
+    # fixtures are TVM 0.27's aarch64 builds, and the TVM 0.18 factory (no aarch64 build) is left
+    # out: capabilities/c-aarch64.json lists what is skipped and why, and matrix.py checks it.
+    aarch64_tvm="$root/tests/tvm_models/tvm027/aarch64"
+    conf="$root/build/package/aarch64/conformance"
+    cmake -S "$checks/conformance" -B "$conf" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+      -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ \
+      -DCMAKE_PREFIX_PATH="$prefix" -Dpolyffi_DIR="$prefix/lib/cmake/polyffi" \
+      -DPOLYFFI_FACTORY_SRC= -DPOLYFFI_TVMFFI_SRC="$aarch64_tvm/two_funcs.so" \
+      -DPOLYFFI_RELAX_SRC="$aarch64_tvm/two_outputs.so" >"$tmp/c-aarch64/configure.log" 2>&1 ||
+      { cat "$tmp/c-aarch64/configure.log"; exit 1; }
+    ninja -C "$conf" conformance_c >"$tmp/c-aarch64/build.log" 2>&1 ||
+      { cat "$tmp/c-aarch64/build.log"; exit 1; }
+    results="$tmp/c-aarch64/results"
+    POLYFFI_CONFORMANCE_BINDING=c-aarch64 POLYFFI_CONFORMANCE_OUT="$results" \
+      qemu-aarch64 -L /usr/aarch64-linux-gnu "$conf/bin/conformance_c" --gtest_brief=1
+    python3 "$root/tests/conformance/matrix.py" "$results" --require c-aarch64
+    say "c: conformance runner under qemu-aarch64 against $(basename "$tarball")"
   fi
 fi
 
@@ -123,6 +144,60 @@ if wants python; then
     ran=$((ran + 1))
   done
   [ "$ran" -gt 0 ] || { echo "test-packages: no wheel for this machine in $dist/python"; exit 1; }
+
+  # linux-aarch64 wheels: tags, every .so an AArch64 ELF that needs no symbol version above
+  # GLIBC_2.17; then the cp311 one installed for Debian's arm64 CPython 3.11 (its .debs unpacked,
+  # no dpkg install) and run under qemu-aarch64 on TVM 0.27's aarch64 digits model.
+  aarch64_wheels=("$dist"/python/polyffi-"$version"-cp3*-*manylinux_2_17_aarch64*.whl)
+  if [ "$machine" = x86_64 ] && [ -f "${aarch64_wheels[0]}" ]; then
+    for wheel in "${aarch64_wheels[@]}"; do
+      tag=$(basename "$wheel" | cut -d- -f3)
+      plats=$(basename "$wheel" .whl | cut -d- -f5 | tr . '\n' | sort | paste -sd' ')
+      [ "$(basename "$wheel" | cut -d- -f4)" = "$tag" ] &&
+        [ "$plats" = "manylinux2014_aarch64 manylinux_2_17_aarch64" ] ||
+        { echo "test-packages: $(basename "$wheel"): ABI or platform tags"; exit 1; }
+      unpacked="$tmp/wheel-$tag"
+      mkdir -p "$unpacked" && (cd "$unpacked" && python3 -m zipfile -e "$wheel" .)
+      sos=$(find "$unpacked" -name '*.so' | sort)
+      core="/polyffi/_core.cpython-3${tag#cp3}-aarch64-linux-gnu.so$"
+      [ "$(echo "$sos" | grep -c "$core")" = 1 ] &&
+        [ "$(echo "$sos" | grep -c '/polyffi/libpolyffi.so$')" = 1 ] ||
+        { echo "test-packages: $(basename "$wheel") holds: $sos"; exit 1; }
+      for so in $sos; do
+        readelf -h "$so" | grep -q 'Machine: *AArch64' ||
+          { echo "test-packages: $so: not AArch64"; exit 1; }
+        newest=$(readelf -V --wide "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tail -1)
+        [ "$(printf '%s\nGLIBC_2.17\n' "$newest" | sort -V | tail -1)" = GLIBC_2.17 ] ||
+          { echo "test-packages: $so needs $newest"; exit 1; }
+      done
+    done
+    say "python: ${#aarch64_wheels[@]} aarch64 wheels: tags, AArch64 ELF, GLIBC <= 2.17"
+    wheel=$(printf '%s\n' "${aarch64_wheels[@]}" | grep -- -cp311-) ||
+      { echo "test-packages: no cp311 aarch64 wheel to run"; exit 1; }
+    pyroot="$root/build/package/aarch64-python"
+    if [ ! -x "$pyroot/root/usr/bin/python3.11" ]; then
+      dpkg --print-foreign-architectures | grep -qx arm64 || {
+        SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+        $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq; }
+      rm -rf "$pyroot" && mkdir -p "$pyroot/debs"
+      (cd "$pyroot/debs" && apt-get download -q python3.11-minimal:arm64 \
+        libpython3.11-minimal:arm64 libpython3.11-stdlib:arm64 libexpat1:arm64 zlib1g:arm64 \
+        libffi8:arm64 libbz2-1.0:arm64 liblzma5:arm64 libssl3:arm64 libuuid1:arm64 libcrypt1:arm64 \
+        libsqlite3-0:arm64 >"$tmp/apt-download.log" 2>&1) || { cat "$tmp/apt-download.log"; exit 1; }
+      for deb in "$pyroot"/debs/*.deb; do dpkg-deb -x "$deb" "$pyroot/root"; done
+    fi
+    site="$tmp/aarch64-site"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+      --target "$site" --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+      --python-version 3.11 --implementation cp --abi cp311 --only-binary=:all: "$wheel" numpy
+    libs="$pyroot/root/lib/aarch64-linux-gnu:$pyroot/root/usr/lib/aarch64-linux-gnu"
+    relax="$root/tests/tvm_models/tvm027/relax/digits"
+    (cd "$tmp" && qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$libs" \
+      -E PYTHONPATH="$site" "$pyroot/root/usr/bin/python3.11" "$checks/run_model.py" relax \
+      "$root/tests/tvm_models/tvm027/aarch64/digits.so" "$relax/b1_input_data.bin" \
+      "$relax/b1_output_0.bin")
+    say "python: $(basename "$wheel") under qemu-aarch64 (Debian's arm64 CPython 3.11)"
+  fi
 fi
 
 if wants node; then

@@ -89,7 +89,9 @@ def main(argv):
             gaps[b].append((case_id, "result for an unknown case"))
 
     width = max([len("area")] + [len(a) for a in cases] + [len("total")]) + 2
-    col = max(12, max(len(b) for b in bindings) + 2)
+    # Wide enough for the binding's name and for its total cell ("324/330 (6u)").
+    total = str(len(all_ids))
+    col = max(12, max(len(b) for b in bindings) + 2, 2 * len(total) + 9)
     print("area".ljust(width) + "cases".rjust(7) + "".join(b.rjust(col) for b in bindings))
     print("-" * (width + 7 + col * len(bindings)))
     totals = {b: [0, 0] for b in bindings}  # passing, unsupported

@@ -9,6 +9,11 @@ tests/tvm_models/tvm027/relax/digits.so (generate_tvm027.model_digits), built fo
 plus manifest.json (versions, target, sha256). TVM cannot run it here, so the reference outputs
 are the x86-64 fixture's, which TVM 0.27 computed from the same module and inputs: LLVM fuses
 multiply-adds on aarch64, so a run compares them with a tolerance, not byte for byte.
+
+It also writes aarch64 builds of two fixtures of the conformance cases, which the C runner
+cross-built for aarch64 loads (ci/test-packages.sh): two_funcs.so (kernel_two_funcs, as in
+tests/tvm_models/tvm027/kernels/) and two_outputs.so (model_two_outputs at batch 1, as in
+tests/tvm_models/tvm027/relax/); the cases' expected values are TVM's x86-64 results.
 """
 
 import hashlib
@@ -36,7 +41,13 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     mod, _ = g.model_digits([1])
     lib = out / "digits.so"
-    relax.build(mod, target=tvm.target.Target(TARGET_JSON)).export_library(str(lib), cc=CC)
+    target = tvm.target.Target(TARGET_JSON)
+    relax.build(mod, target=target).export_library(str(lib), cc=CC)
+    kernels = tvm.compile(g.kernel_two_funcs(), target=target)
+    kernels.export_library(str(out / "two_funcs.so"), cc=CC)
+    two_outputs, _ = g.model_two_outputs(1)
+    relax.build(two_outputs, target=target).export_library(str(out / "two_outputs.so"), cc=CC)
+    libs = ["digits.so", "two_funcs.so", "two_outputs.so"]
     manifest = {
         "tvm_version": tvm.__version__,
         "target": TARGET_JSON,
@@ -44,10 +55,11 @@ def main():
         "generator": "tools/tvm-fixtures/generate_aarch64.py",
         "python": platform.python_version(),
         "reference": "tests/tvm_models/tvm027/relax/digits (b1_io.txt: TVM 0.27's x86-64 outputs)",
-        "sha256": {"digits.so": hashlib.sha256(lib.read_bytes()).hexdigest()},
+        "sha256": {name: hashlib.sha256((out / name).read_bytes()).hexdigest() for name in libs},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"wrote {lib} ({lib.stat().st_size} bytes)")
+    for name in libs:
+        print(f"wrote {out / name} ({(out / name).stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

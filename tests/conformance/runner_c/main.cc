@@ -3,7 +3,9 @@
 //
 // Environment: POLYFFI_LIB_DIR (libpolyffi_testing.so and module fixtures; default: the build's
 // lib directory), POLYFFI_CONFORMANCE_DIR (cases/ and capabilities/; default: the source tree),
-// POLYFFI_CONFORMANCE_OUT (where c.json is written; default: <build>/conformance).
+// POLYFFI_CONFORMANCE_OUT (where c.json is written; default: <build>/conformance),
+// POLYFFI_CONFORMANCE_BINDING (default c: the name of the capabilities file read and of the results
+// file written; c-aarch64 for the runner cross-built for aarch64, whose list differs).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,7 +41,8 @@ json ReadJson(const fs::path& path) {
 
 struct Suite {
   std::string lib_dir;
-  std::map<std::string, std::string> unsupported;  // case id -> reason (capabilities/c.json)
+  std::string binding;                             // capabilities/<binding>.json, <binding>.json
+  std::map<std::string, std::string> unsupported;  // case id -> reason (its capabilities file)
   std::map<std::string, std::string> results;      // case id -> pass | fail | skip
   std::set<std::string> case_ids;
   int64_t live_at_start = 0;
@@ -70,8 +73,9 @@ class CaseTest : public ::testing::Test {
       if (!r.ok) ADD_FAILURE() << id << ": " << r.message;
     } else if (r.ok) {
       suite.results[id] = "fail";
-      ADD_FAILURE() << id << " passes but capabilities/c.json lists it as unsupported ("
-                    << listed->second << "): remove it from the list";
+      ADD_FAILURE() << id << " passes but capabilities/" << suite.binding
+                    << ".json lists it as unsupported (" << listed->second
+                    << "): remove it from the list";
     } else {
       suite.results[id] = "skip";
       GTEST_SKIP() << "unsupported: " << listed->second << " [" << r.message << "]";
@@ -88,7 +92,8 @@ class CapabilitiesTest : public ::testing::Test {
  public:
   void TestBody() override {
     for (const auto& [id, reason] : TheSuite().unsupported) {
-      EXPECT_TRUE(TheSuite().case_ids.count(id)) << "capabilities/c.json lists unknown case " << id;
+      EXPECT_TRUE(TheSuite().case_ids.count(id))
+          << "capabilities/" << TheSuite().binding << ".json lists unknown case " << id;
     }
   }
 };
@@ -108,9 +113,10 @@ void WriteResults(const fs::path& dir) {
   fs::create_directories(dir);
   json out = json::object();
   for (const auto& [id, status] : TheSuite().results) out[id] = status;
-  std::ofstream(dir / "c.json") << out.dump(2) << "\n";
-  std::cout << "[conformance] wrote " << (dir / "c.json").string() << " ("
-            << TheSuite().results.size() << " cases)\n";
+  fs::path file = dir / (TheSuite().binding + ".json");
+  std::ofstream(file) << out.dump(2) << "\n";
+  std::cout << "[conformance] wrote " << file.string() << " (" << TheSuite().results.size()
+            << " cases)\n";
 }
 
 int Main(int argc, char** argv) {
@@ -119,6 +125,7 @@ int Main(int argc, char** argv) {
   suite.lib_dir = EnvOr("POLYFFI_LIB_DIR", POLYFFI_CONFORMANCE_LIB_DIR);
   fs::path conf_dir = EnvOr("POLYFFI_CONFORMANCE_DIR", POLYFFI_CONFORMANCE_SOURCE_DIR);
   fs::path out_dir = EnvOr("POLYFFI_CONFORMANCE_OUT", POLYFFI_CONFORMANCE_OUT_DIR);
+  suite.binding = EnvOr("POLYFFI_CONFORMANCE_BINDING", "c");
 
   // The fixtures register testing.* globals in their static initialisers when loaded.
   std::string fixture_path = suite.lib_dir + "/libpolyffi_testing.so";
@@ -132,8 +139,11 @@ int Main(int argc, char** argv) {
   int status = 0;
   try {
     Globals::Get().Load();
-    json caps = ReadJson(conf_dir / "capabilities" / "c.json");
-    if (caps.value("binding", "") != "c") throw std::runtime_error("capabilities/c.json: binding");
+    std::string caps_name = "capabilities/" + suite.binding + ".json";
+    json caps = ReadJson(conf_dir / caps_name);
+    if (caps.value("binding", "") != suite.binding) {
+      throw std::runtime_error(caps_name + ": \"binding\" is not \"" + suite.binding + "\"");
+    }
     for (const auto& [id, reason] : caps.at("unsupported").items()) {
       suite.unsupported[id] = reason.get<std::string>();
     }
