@@ -277,6 +277,22 @@ TEST(RelaxRunUnique, RowsAlongAnAxis) {
   ExpectError("relax.run.unique", {x, 1, 0, 0, 0, 2}, "IndexError", "out of bounds");
 }
 
+// Empty rows are all equal: one group, like numpy (values (1, 0), index [0], inverse of zeros,
+// counts [5]); an axis as long as no memory can hold is a typed error, not an allocation of the
+// axis length (fuzz_globals long run).
+TEST(RelaxRunUnique, EmptyItemsAlongAnAxis) {
+  Val x = I32({5, 0}, {});
+  Val r = CallG("relax.run.unique", {x, 1, 1, 1, 1, 0});
+  EXPECT_EQ(Item(r, 0).Shape(), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(Item(r, 1).Data<int64_t>(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(Item(r, 2).Data<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(Item(r, 3).Data<int64_t>(), (std::vector<int64_t>{5}));
+  Val huge = I32({int64_t{1} << 57, 0}, {});
+  Val counts = CallG("relax.run.unique", {huge, 1, 0, 0, 1, 0});
+  EXPECT_EQ(Item(counts, 1).Data<int64_t>(), (std::vector<int64_t>{int64_t{1} << 57}));
+  ExpectError("relax.run.unique", {huge, 1, 0, 1, 0, 0}, "RuntimeError", "");
+}
+
 TEST(RelaxRunNonzero, CoordinatesPerDimension) {
   Val x = F32({2, 3}, {0, 1.5f, 0, -0.0f, 0, 2});
   Val r = CallG("relax.run.nonzero", {x});

@@ -122,6 +122,11 @@ POLYFFI_CORE_GLOBAL("relax.run.unique", [](const Args& args, RetValue* rv) {
       if (i > axis) after *= x->shape[i];
     }
   }
+  // Items with no elements (a zero-size tensor along a non-empty axis) are all equal: one
+  // group, found without the per-item work below, whose buffers would be sized by the axis
+  // length alone, with no data behind it (fuzz_globals long run: shape (2^57, 0) asked for
+  // exabytes).
+  const bool empty_items = numel == 0 && len > 0;
   const char* base = DataOf(x);
   auto item_cmp = [&](int64_t p, int64_t q) {
     for (int64_t b = 0; b < before; ++b) {
@@ -134,18 +139,24 @@ POLYFFI_CORE_GLOBAL("relax.run.unique", [](const Args& args, RetValue* rv) {
     return 0;
   };
   // A stable sort of the items: each group of equal items starts with its first occurrence.
-  std::vector<int64_t> order(static_cast<size_t>(len));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t p, int64_t q) { return item_cmp(p, q) < 0; });
-  std::vector<int64_t> first, counts, group_of(static_cast<size_t>(len));
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (i == 0 || item_cmp(order[i - 1], order[i]) != 0) {
-      first.push_back(order[i]);
-      counts.push_back(0);
+  std::vector<int64_t> first, counts, group_of;
+  if (empty_items) {
+    first = {0};
+    counts = {len};
+  } else {
+    std::vector<int64_t> order(static_cast<size_t>(len));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t p, int64_t q) { return item_cmp(p, q) < 0; });
+    group_of.resize(static_cast<size_t>(len));
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || item_cmp(order[i - 1], order[i]) != 0) {
+        first.push_back(order[i]);
+        counts.push_back(0);
+      }
+      ++counts.back();
+      group_of[order[i]] = static_cast<int64_t>(first.size()) - 1;
     }
-    ++counts.back();
-    group_of[order[i]] = static_cast<int64_t>(first.size()) - 1;
   }
   const int64_t u = static_cast<int64_t>(first.size());
   // rank[g]: where group g goes in the output (sorted: as is; else by first occurrence).
@@ -188,7 +199,14 @@ POLYFFI_CORE_GLOBAL("relax.run.unique", [](const Args& args, RetValue* rv) {
     for (int64_t r = 0; r < u; ++r) idx[r] = first[by_out[r]];
     add(std::move(idx));
   }
-  if (want_inverse) {
+  if (want_inverse && empty_items) {
+    // Every item is in the one group: len zeros, allocated (and refused when too large) as a
+    // tensor rather than a vector.
+    auto zeros = Int64Tensor({len}, {});
+    std::memset(zeros->tensor.data, 0, static_cast<size_t>(len) * 8);
+    tuple->items.emplace_back();
+    tuple->items.back().SetObject(std::move(zeros));
+  } else if (want_inverse) {
     std::vector<int64_t> inv(static_cast<size_t>(len));
     for (int64_t i = 0; i < len; ++i) inv[i] = rank[group_of[i]];
     add(std::move(inv));
