@@ -190,17 +190,61 @@ TEST_F(Lm, GreedyEqualsTvm) {
   EXPECT_EQ(CallMod(gen, "completion_tokens").v.v_int64, 13);
 }
 
+// Interleaved generations are decoded together: the first next() of a step decodes every
+// running generation in one batched call, the others take their waiting token. The tokens and
+// logits are TVM's batched run's, and bit for bit those of a generation running alone.
 TEST_F(Lm, TwoInterleavedGenerationsEqualTvm) {
   const Json& t = (*io_)["two_sequences"];
+  const int64_t vocab = (*io_)["config"]["vocab_size"];
+  ASSERT_EQ(Ints(t["prompts"][1]), Ints((*io_)["greedy"]["prompt"]));
+  std::vector<std::vector<float>> alone;
+  {
+    Val g = Generate(*lm_, Ints(t["prompts"][1]), R"({"temperature": 0, "max_tokens": 13})");
+    for (int step = 0; step < 13; ++step) {
+      Next(g);
+      alone.push_back(Logits(g));
+    }
+  }
   Val a = Generate(*lm_, Ints(t["prompts"][0]), R"({"temperature": 0, "max_tokens": 13})");
   Val b = Generate(*lm_, Ints(t["prompts"][1]), R"({"temperature": 0, "max_tokens": 13})");
   std::vector<int> ta, tb;
   for (int step = 0; step < 13; ++step) {
     ta.push_back(static_cast<int>(Next(a)));
     tb.push_back(static_cast<int>(Next(b)));
+    EXPECT_EQ(Logits(b), alone[step]) << "step " << step;
+    if (step > 0) {
+      std::vector<float> want = ReadFloats(t["decode_logits"][step - 1]);  // (2, 1, V)
+      ExpectClose(Logits(a), want.data(), vocab, "a, step " + std::to_string(step));
+      ExpectClose(Logits(b), want.data() + vocab, vocab, "b, step " + std::to_string(step));
+    }
   }
   EXPECT_EQ(ta, Ints(t["tokens"][0]));
   EXPECT_EQ(tb, Ints(t["tokens"][1]));
+  EXPECT_EQ(Next(a), -1);
+  EXPECT_EQ(Next(b), -1);
+}
+
+// A generation decoded ahead in another's batch keeps its own logits() until its next(); a stop
+// token found ahead ends it at its own next(); closing it drops the waiting step.
+TEST_F(Lm, DecodedAheadKeepsPerGenerationState) {
+  const Json& g = (*io_)["greedy"];
+  const std::vector<int> want = Ints(g["tokens"]);  // 15, 79, 82, 34, ...
+  Val a = Generate(*lm_, Ints(g["prompt"]), R"({"temperature": 0, "max_tokens": 13})");
+  Val b = Generate(*lm_, Ints(g["prompt"]), R"({"temperature": 0, "stop_token_ids": [79]})");
+  Val c = Generate(*lm_, Ints(g["prompt"]), R"({"temperature": 0})");
+  EXPECT_EQ(Next(a), want[0]);
+  EXPECT_EQ(Next(b), want[0]);
+  EXPECT_EQ(Next(c), want[0]);
+  const std::vector<float> b_first = Logits(b);
+  EXPECT_EQ(Next(a), want[1]);    // decodes b and c ahead
+  EXPECT_EQ(Logits(b), b_first);  // b's own logits until its next()
+  CallMod(c, "close");
+  EXPECT_EQ(Next(c), -1);
+  EXPECT_EQ(Next(b), -1);  // 79 was decoded ahead: a stop token
+  EXPECT_EQ(StrOf(b, "finish_reason"), "stop");
+  EXPECT_EQ(CallMod(b, "completion_tokens").v.v_int64, 1);
+  std::vector<int> rest = Drain(a);
+  EXPECT_EQ(rest, std::vector<int>(want.begin() + 2, want.end()));
 }
 
 TEST_F(Lm, PromptAsTextAndTokenizer) {
@@ -305,6 +349,16 @@ TEST_F(Lm, SeededSamplingIsReproducibleAndEqualsSampledJson) {
   EXPECT_EQ(recorded["options"], Json::parse(opts));
   EXPECT_EQ(Ints(recorded["prompt"]), prompt);
   EXPECT_EQ(Ints(recorded["tokens"]), first);
+
+  // Three seeded generations stepped in turn (decoded in batches) draw the same tokens (three
+  // 39-token sequences fill the fixture's 9 pages).
+  std::vector<Val> gens;
+  for (int i = 0; i < 3; ++i) gens.push_back(Generate(*lm_, prompt, opts));
+  std::vector<std::vector<int>> got(3);
+  for (int step = 0; step < 20; ++step) {
+    for (int i = 0; i < 3; ++i) got[i].push_back(static_cast<int>(Next(gens[i])));
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], first) << "generation " << i;
 }
 
 TEST_F(Lm, FourThreadsGenerateAtOnce) {

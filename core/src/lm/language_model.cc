@@ -226,7 +226,7 @@ void LanguageModel::ReleaseSequence(int64_t seq_id) {
 }
 
 std::vector<float> LanguageModel::RunModel(FunctionObj* f, const int32_t* tokens, int64_t rows,
-                                           int64_t cols) {
+                                           int64_t cols, bool all_rows) {
   ObjectPtr<NDArrayObj> in =
       NDArrayObj::Empty({rows, cols}, DLDataType{kDLInt, 32, 1}, DLDevice{kDLCPU, 0});
   std::memcpy(in->tensor.data, tokens, static_cast<size_t>(rows * cols) * sizeof(int32_t));
@@ -249,7 +249,8 @@ std::vector<float> LanguageModel::RunModel(FunctionObj* f, const int32_t* tokens
           cfg_.vocab_size, ") (is vocab_size right?)");
   }
   const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset);
-  return std::vector<float>(p + (positions - 1) * cfg_.vocab_size, p + positions * cfg_.vocab_size);
+  return std::vector<float>(p + (all_rows ? 0 : (positions - 1) * cfg_.vocab_size),
+                            p + positions * cfg_.vocab_size);
 }
 
 std::vector<float> LanguageModel::Forward(int64_t seq_id, const int32_t* tokens, int64_t n,
@@ -267,10 +268,31 @@ std::vector<float> LanguageModel::Forward(int64_t seq_id, const int32_t* tokens,
   for (int64_t done = 0; done < n; done += chunk) {
     const int64_t m = std::min(chunk, n - done);
     cache_->BeginForward(&seq_id, &m, 1);
-    last = RunModel(decode ? decode_.get() : prefill_.get(), tokens + done, 1, m);
+    last = RunModel(decode ? decode_.get() : prefill_.get(), tokens + done, 1, m, false);
     cache_->EndForward();
   }
   return last;
+}
+
+int64_t LanguageModel::DecodePages(int64_t seq_id) const {
+  const int64_t len = cache_->SequenceLength(seq_id);
+  if (len + 1 > cfg_.kv_cache.max_total_seq_len) return -1;
+  return len % cfg_.kv_cache.page_size == 0 ? 1 : 0;
+}
+
+std::vector<std::vector<float>> LanguageModel::DecodeBatch(const std::vector<int64_t>& seq_ids,
+                                                           const std::vector<int32_t>& tokens) {
+  const auto b = static_cast<int64_t>(seq_ids.size());
+  const std::vector<int64_t> ones(seq_ids.size(), 1);
+  cache_->BeginForward(seq_ids.data(), ones.data(), b);
+  std::vector<float> all = RunModel(decode_.get(), tokens.data(), b, 1, true);
+  cache_->EndForward();
+  std::vector<std::vector<float>> rows;
+  const auto v = static_cast<size_t>(cfg_.vocab_size);
+  for (size_t i = 0; i < seq_ids.size(); ++i) {
+    rows.emplace_back(all.begin() + i * v, all.begin() + (i + 1) * v);
+  }
+  return rows;
 }
 
 int32_t LanguageModel::Sample(const std::vector<float>& logits, double temperature, double top_p,
@@ -323,11 +345,14 @@ Generation::Generation(ObjectPtr<LanguageModel> model, std::vector<int32_t> prom
   }
   std::lock_guard<std::mutex> lock(model_->mu());
   seq_id_ = model_->AcquireSequence();
+  model_->live().push_back(this);
 }
 
 Generation::~Generation() {
   try {
     std::lock_guard<std::mutex> lock(model_->mu());
+    auto& live = model_->live();
+    live.erase(std::remove(live.begin(), live.end(), this), live.end());
     model_->ReleaseSequence(seq_id_);
   } catch (...) {  // the sequence is ours and known to the cache: nothing to report
   }
@@ -350,13 +375,19 @@ int64_t Generation::Next() {
   }
   int32_t token = -1;
   try {
-    std::vector<float> logits =
-        started_
-            ? model_->Forward(seq_id_, &last_token_, 1, true)
-            : model_->Forward(seq_id_, prompt_.data(), static_cast<int64_t>(prompt_.size()), false);
-    started_ = true;
-    logits_ = std::move(logits);
-    token = model_->Sample(logits_, opts_.temperature, opts_.top_p, &rng_);
+    if (has_pending_) {  // decoded ahead in another generation's batch
+      has_pending_ = false;
+      if (pending_error_) std::rethrow_exception(std::exchange(pending_error_, nullptr));
+      logits_ = std::move(pending_logits_);
+      token = pending_token_;
+    } else if (!started_) {
+      logits_ =
+          model_->Forward(seq_id_, prompt_.data(), static_cast<int64_t>(prompt_.size()), false);
+      started_ = true;
+      token = model_->Sample(logits_, opts_.temperature, opts_.top_p, &rng_);
+    } else {
+      token = DecodeStep();
+    }
   } catch (...) {
     // Out of cache, or a model error part way through a forward: the sequence's cached state can
     // no longer be continued, so the generation ends (and its sequence is freed).
@@ -371,6 +402,55 @@ int64_t Generation::Next() {
   last_token_ = token;
   ++completion_;
   return token;
+}
+
+int32_t Generation::DecodeStep() {
+  // This generation first; when it does not fit, Forward says the cache is full.
+  std::vector<Generation*> batch = {this};
+  int64_t free = model_->FreePages() - model_->DecodePages(seq_id_);
+  if (model_->DecodePages(seq_id_) >= 0 && free >= 0) {
+    for (Generation* g : model_->live()) {
+      if (g == this || !g->WantsStep()) continue;
+      const int64_t need = model_->DecodePages(g->seq_id_);
+      if (need < 0 || need > free) continue;
+      free -= need;
+      batch.push_back(g);
+    }
+  }
+  if (batch.size() == 1) {
+    logits_ = model_->Forward(seq_id_, &last_token_, 1, true);
+    return model_->Sample(logits_, opts_.temperature, opts_.top_p, &rng_);
+  }
+  std::vector<int64_t> ids;
+  std::vector<int32_t> tokens;
+  for (Generation* g : batch) {
+    ids.push_back(g->seq_id_);
+    tokens.push_back(g->last_token_);
+  }
+  std::vector<std::vector<float>> rows;
+  try {
+    rows = model_->DecodeBatch(ids, tokens);
+  } catch (...) {
+    // The step failed for every sequence in it: the others see the error at their next().
+    for (size_t i = 1; i < batch.size(); ++i) {
+      batch[i]->has_pending_ = true;
+      batch[i]->pending_error_ = std::current_exception();
+    }
+    throw;
+  }
+  for (size_t i = 1; i < batch.size(); ++i) {
+    Generation* g = batch[i];
+    g->has_pending_ = true;
+    g->pending_logits_ = std::move(rows[i]);
+    try {
+      g->pending_token_ =
+          model_->Sample(g->pending_logits_, g->opts_.temperature, g->opts_.top_p, &g->rng_);
+    } catch (...) {
+      g->pending_error_ = std::current_exception();
+    }
+  }
+  logits_ = std::move(rows[0]);
+  return model_->Sample(logits_, opts_.temperature, opts_.top_p, &rng_);
 }
 
 std::string Generation::FinishReason() {

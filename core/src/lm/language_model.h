@@ -9,6 +9,7 @@
 #define POLYFFI_CORE_LM_LANGUAGE_MODEL_H_
 
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <random>
 #include <string>
@@ -23,6 +24,8 @@
 
 namespace polyffi {
 namespace lm {
+
+class Generation;
 
 /*! \brief The options of one generation (every key of the JSON is optional). */
 struct GenerationOptions {
@@ -56,6 +59,17 @@ class LanguageModel final : public ModuleObj {
    *  RuntimeError "the KV cache is full ..." when the pages are not there (nothing changes).
    */
   std::vector<float> Forward(int64_t seq_id, const int32_t* tokens, int64_t n, bool decode);
+  /*!
+   * \brief One decode step of several sequences in one call of the model's decode: the logits
+   *  of each (the caller has checked that their pages fit, see DecodeFits).
+   */
+  std::vector<std::vector<float>> DecodeBatch(const std::vector<int64_t>& seq_ids,
+                                              const std::vector<int32_t>& tokens);
+  /*! \brief Pages one more token of seq_id takes (0 or 1), or -1 past max_total_seq_len. */
+  int64_t DecodePages(int64_t seq_id) const;
+  int64_t FreePages() const { return cache_->NumAvailablePages(); }
+  /*! \brief The generations alive on this model (registered by Generation). */
+  std::vector<Generation*>& live() { return live_; }
   /*! \brief Choose the next token from logits (copied; logits stay as they are). */
   int32_t Sample(const std::vector<float>& logits, double temperature, double top_p,
                  std::mt19937_64* rng);
@@ -64,7 +78,9 @@ class LanguageModel final : public ModuleObj {
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override;
 
  private:
-  std::vector<float> RunModel(FunctionObj* f, const int32_t* tokens, int64_t rows, int64_t cols);
+  /*! \brief Logits of the last position, or of every position when all_rows. */
+  std::vector<float> RunModel(FunctionObj* f, const int32_t* tokens, int64_t rows, int64_t cols,
+                              bool all_rows);
 
   Config cfg_;
   CharTokenizer tok_;
@@ -76,6 +92,7 @@ class LanguageModel final : public ModuleObj {
   ObjectPtr<NDArrayObj> probs_;  // (1, V) scratch for sampling
   std::mutex mu_;
   std::vector<bool> seq_in_use_;
+  std::vector<Generation*> live_;
 };
 
 /*! \brief One generation: a sequence of the model's cache and its sampling state. */
@@ -99,6 +116,16 @@ class Generation final : public ModuleObj {
  private:
   /*! \brief End the generation (lock held): free the sequence, keep logits and counts. */
   void Finish(const char* reason);
+  /*!
+   * \brief A decode step (lock held): this generation's token, and the same step for every other
+   *  running generation of the model that has no step waiting, in one batched decode call; their
+   *  tokens wait in pending_ until their own next().
+   */
+  int32_t DecodeStep();
+  /*! \brief Whether this generation can take part in another's batched decode step. */
+  bool WantsStep() const {
+    return started_ && !finished_ && !has_pending_ && completion_ < opts_.max_tokens;
+  }
 
   ObjectPtr<LanguageModel> model_;
   std::vector<int32_t> prompt_;
@@ -110,6 +137,11 @@ class Generation final : public ModuleObj {
   int32_t last_token_ = -1;
   int64_t completion_ = 0;
   std::vector<float> logits_;
+  // A step decoded ahead in another generation's batch: its token and logits, or its error.
+  bool has_pending_ = false;
+  int32_t pending_token_ = -1;
+  std::vector<float> pending_logits_;
+  std::exception_ptr pending_error_;
 };
 
 }  // namespace lm
