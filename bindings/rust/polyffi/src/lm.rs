@@ -12,7 +12,7 @@
 //!     for token in &mut generation {
 //!         print!("{}", token?.text);
 //!     }
-//!     println!(" ({:?})", generation.finish_reason()?);
+//!     println!(" ({:?})", generation.finish_reason()?);   // Some(Length) or Some(Stop)
 //!     Ok(())
 //! }
 //! ```
