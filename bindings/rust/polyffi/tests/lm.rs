@@ -374,6 +374,20 @@ fn generations_on_four_threads_each_give_the_greedy_tokens() {
 }
 
 #[test]
+fn a_generation_outlives_its_model_handle() {
+    let io = io();
+    let lm = load();
+    let mut g = lm
+        .generate(ids(&io["greedy"]["prompt"]), &greedy(13))
+        .unwrap();
+    let first = g.next().unwrap().unwrap();
+    drop(lm);
+    let mut got = vec![first.id];
+    got.extend(g.map(|t| t.unwrap().id));
+    assert_eq!(got, ids(&io["greedy"]["tokens"]));
+}
+
+#[test]
 fn language_model_and_generation_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<LanguageModel>();
