@@ -14,8 +14,12 @@
 //! unknown model, 400 for a bad request, with the binding's typed error text (`ValueError:
 //! ...`) when the model refused the inputs; the server keeps serving.
 //!
+//! Language models (a subfolder holding `lm-config.json`) are served with OpenAI's completions
+//! API under `/v1` ([`completions`]).
+//!
 //! Every model is loaded once; its runner's calls are stateless and thread-safe, so requests run
 //! at once on one shared model, on tokio's blocking pool (`spawn_blocking`).
+pub mod completions;
 pub mod models;
 pub mod tensor;
 
@@ -32,6 +36,7 @@ use polyffi::{DataType, NDArray};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as JsonValue};
 
+pub use completions::{load_language_models, LanguageModels, ServedLm};
 pub use models::{load_dir, Model, TensorSpec};
 
 /// The models served, by name.
@@ -389,8 +394,8 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
     }
 }
 
-/// The server's routes over loaded models.
-pub fn app(models: Models) -> Router {
+/// The server's routes over loaded models: the OIP models and the language models.
+pub fn app(models: Models, language_models: LanguageModels) -> Router {
     let live = || async { Json(json!({ "live": true })) };
     let ready = || async { Json(json!({ "ready": true })) };
     Router::new()
@@ -463,6 +468,7 @@ pub fn app(models: Models) -> Router {
                 },
             ),
         )
+        .merge(completions::routes(language_models))
         .fallback(|uri: axum::http::Uri| async move {
             ApiError(StatusCode::NOT_FOUND, format!("no route {}", uri.path()))
         })

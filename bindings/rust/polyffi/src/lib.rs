@@ -18,7 +18,8 @@
 //!
 //! Modules follow the project's layout: [`library`] (version handshake), [`value`]
 //! (conversions), [`function`], [`callback`] (closures), [`registry`] (globals, modules),
-//! [`errors`], [`ndarray`], plus [`graph`] and [`vm`] for compiled models.
+//! [`errors`], [`ndarray`], plus [`graph`] and [`vm`] for compiled models and [`lm`] for text
+//! generation with a language model.
 
 pub mod async_call;
 pub mod callback;
@@ -26,6 +27,7 @@ pub mod errors;
 pub mod function;
 pub mod graph;
 pub mod library;
+pub mod lm;
 pub mod ndarray;
 pub mod registry;
 pub mod value;
@@ -36,6 +38,7 @@ pub use errors::{Error, Result};
 pub use function::Function;
 pub use graph::GraphModule;
 pub use library::runtime_version;
+pub use lm::{FinishReason, GenerateOptions, Generation, LanguageModel, Prompt, Token};
 pub use ndarray::{Element, NDArray};
 pub use registry::{list_global_names, register_global, remove_global, Module};
 pub use value::{

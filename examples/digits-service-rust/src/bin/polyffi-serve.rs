@@ -1,11 +1,12 @@
 //! polyffi-serve MODEL_DIR PORT: serves every model of MODEL_DIR over the Open Inference
-//! Protocol on 127.0.0.1:PORT (0: a free port) until killed. Prints `listening on
+//! Protocol, and its language models with OpenAI's completions API, on 127.0.0.1:PORT (0: a free
+//! port) until killed. Prints `listening on
 //! 127.0.0.1:PORT` once ready.
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use digits_service::{app, load_dir};
+use digits_service::{app, load_dir, load_language_models};
 
 #[tokio::main]
 async fn main() {
@@ -17,10 +18,10 @@ async fn main() {
         },
         _ => usage(),
     };
-    let models = match load_dir(&dir) {
-        Ok(m) if !m.is_empty() => Arc::new(m),
-        Ok(_) => fail(format!("no model to serve in {}", dir.display())),
-        Err(e) => fail(format!("{}: {e}", dir.display())),
+    let (models, language_models) = match (load_dir(&dir), load_language_models(&dir)) {
+        (Ok(m), Ok(lms)) if !m.is_empty() || !lms.is_empty() => (Arc::new(m), Arc::new(lms)),
+        (Ok(_), Ok(_)) => fail(format!("no model to serve in {}", dir.display())),
+        (Err(e), _) | (_, Err(e)) => fail(format!("{}: {e}", dir.display())),
     };
     for m in models.values() {
         eprintln!(
@@ -30,6 +31,9 @@ async fn main() {
             m.inputs.len(),
             m.outputs.len()
         );
+    }
+    for name in language_models.keys() {
+        eprintln!("polyffi-serve: {name} (language model, /v1/completions)");
     }
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
@@ -45,7 +49,7 @@ async fn main() {
             _ = term.recv() => {}
         }
     };
-    if let Err(e) = axum::serve(listener, app(models))
+    if let Err(e) = axum::serve(listener, app(models, language_models))
         .with_graceful_shutdown(shutdown)
         .await
     {
