@@ -413,8 +413,8 @@ class OpenAIError extends Error {
   }
 }
 
-function openaiError(message) {
-  return { error: { message, type: 'invalid_request_error', param: null, code: null } };
+function openaiError(message, type = 'invalid_request_error') {
+  return { error: { message, type, param: null, code: null } };
 }
 
 const modelObject = (name) => ({ id: name, object: 'model', created: 0, owned_by: 'polyffi' });
@@ -538,8 +538,7 @@ async function completions(lms, req, res) {
     } catch (e) {
       if (!cacheFull(e)) {
         if (!gone) {
-          sseWrite(res, { error: { message: typedError(e), type: 'server_error', param: null,
-            code: null } });
+          sseWrite(res, openaiError(typedError(e), 'server_error'));
           res.end('data: [DONE]\n\n');
         }
         return undefined;
@@ -599,7 +598,9 @@ function createServer(models, languageModels = new Map()) {
       } catch (e) {
         const status = e instanceof OpenAIError ? e.status : 500;
         const message = e instanceof OpenAIError ? e.message : typedError(e);
-        if (!res.headersSent) send(res, status, openaiError(message));
+        if (!res.headersSent) {
+          send(res, status, openaiError(message, status >= 500 ? 'server_error' : undefined));
+        }
         else res.end();
       }
       return undefined;
