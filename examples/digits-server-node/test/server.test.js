@@ -220,6 +220,27 @@ test('a streamed completion sends one event per token, then the finish reason an
     });
   });
 
+test('a completion that fills the KV cache ends with finish_reason "length"', async () => {
+  // The prompt takes cap - 4 positions; the first token comes from the prefill and each later one
+  // decodes the one before it into the cache, so 5 tokens fit.
+  const cap = LM_IO.cache_args.max_total_seq_len;
+  for (const stream of [false, true]) {
+    const r = await request('POST', '/v1/completions',
+      completion({ prompt: 'a'.repeat(cap - 4), max_tokens: 64, stream }));
+    assert.strictEqual(r.status, 200, r.text);
+    if (!stream) {
+      assert.strictEqual(r.json.choices[0].finish_reason, 'length');
+      assert.strictEqual(r.json.usage.completion_tokens, 5, JSON.stringify(r.json.usage));
+    } else {
+      const docs = r.text.split('\n\n').filter((e) => e.startsWith('data: {'))
+        .map((e) => JSON.parse(e.slice(6)));
+      assert.strictEqual(docs[docs.length - 1].choices[0].finish_reason, 'length');
+      assert.strictEqual(docs.length, 6, r.text.slice(0, 200));
+      assert.ok(r.text.endsWith('data: [DONE]\n\n'));
+    }
+  }
+});
+
 test('more concurrent completions than the KV cache batch size all complete', async () => {
   const n = LM_IO.cache_args.max_batch_size * 2 + 1;
   const rs = await Promise.all(Array.from({ length: n }, (_, i) =>
