@@ -227,6 +227,25 @@ test('the async iterator gives what the sync one gives', async () => {
   assert.strictEqual((await g2.nextAsync()).done, true);
 });
 
+test('the event loop turns between async steps (each step is a callAsync on the libuv pool)',
+  async () => {
+    // setImmediate callbacks only run when the loop turns; a step resolved on the JS thread as a
+    // plain promise would never let one run before the loop ends.
+    let turns = 0;
+    let running = true;
+    const spin = () => {
+      turns += 1;
+      if (running) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const n = IO.greedy.tokens.length;
+    const seen = [];
+    for await (const t of lm.generate(IO.greedy.prompt, GREEDY)) seen.push([t.id, turns]);
+    running = false;
+    assert.deepStrictEqual(seen.map((x) => x[0]), IO.greedy.tokens);
+    assert.ok(seen[n - 1][1] > seen[0][1], `the loop did not turn during ${n} steps`);
+  });
+
 test('several generations run concurrently from async loops', async () => {
   const runs = [
     [IO.greedy.prompt, GREEDY, IO.greedy.tokens],
