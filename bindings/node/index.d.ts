@@ -209,6 +209,78 @@ export declare class VirtualMachine {
   [Symbol.dispose](): void;
 }
 
+/** Options of LanguageModel.generate (the core's defaults for those not given). */
+export interface GenerateOptions {
+  /** Tokens to generate at most (default 16). */
+  maxTokens?: number;
+  /** 0: greedy (argmax); else sampling at this temperature (default 1.0). */
+  temperature?: number;
+  /** Nucleus sampling in (0, 1] (default 1.0). */
+  topP?: number;
+  /** Seed of the sampler (default 0): the same seed gives the same tokens in every binding. */
+  seed?: number;
+  /** Stop strings, each exactly one token; a stop token ends the generation and is not returned. */
+  stop?: string[];
+  /** Stop token ids, added to the model's own. */
+  stopTokenIds?: number[];
+}
+
+/** One generated token. */
+export interface Token {
+  id: number;
+  text: string;
+}
+
+/** The parsed model configuration as the core reports it. */
+export interface LanguageModelConfig {
+  vocab_size: number;
+  kv_cache: Record<string, number>;
+  tokenizer: { kind: string; [key: string]: unknown };
+  stop_token_ids: number[];
+  [key: string]: unknown;
+}
+
+/** A language model directory (lm-config.json, the model library, the weights). */
+export declare class LanguageModel {
+  constructor(dir: string);
+  static load(dir: string): LanguageModel;
+  /** The core's polyffi.LanguageModel module. */
+  readonly module: Module;
+  readonly config: LanguageModelConfig;
+  encode(text: string): Int32Array;
+  decode(tokens: Int32Array | number[]): string;
+  tokenText(id: number): string;
+  generate(prompt: string | Int32Array | number[], options?: GenerateOptions): Generation;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/**
+ * One generation: a sync iterator of tokens (next() runs the step on the JS thread) and an async
+ * one (each step on the libuv pool). Ends with finishReason 'stop' or 'length' and frees its
+ * sequence in the KV cache when it ends, on close() or on a break out of the loop.
+ */
+export declare class Generation implements IterableIterator<Token>, AsyncIterable<Token> {
+  private constructor();
+  readonly module: Module;
+  readonly model: LanguageModel;
+  next(): IteratorResult<Token, undefined>;
+  nextAsync(): Promise<IteratorResult<Token, undefined>>;
+  return(value?: any): IteratorResult<Token, any>;
+  [Symbol.iterator](): Generation;
+  [Symbol.asyncIterator](): AsyncIterableIterator<Token>;
+  /** '' while running, then 'stop' or 'length'. */
+  readonly finishReason: '' | 'stop' | 'length' | string;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly closed: boolean;
+  /** A copy of the logits the last token was chosen from. */
+  logits(): Float32Array;
+  close(): void;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
 declare const ffi: {
   version: typeof version; runtimeVersion: typeof runtimeVersion;
   getGlobalFunc: typeof getGlobalFunc; registerFunc: typeof registerFunc;
@@ -223,5 +295,6 @@ declare const ffi: {
   Shape: typeof Shape; shape: typeof shape;
   FFIError: typeof FFIError; GraphModule: typeof GraphModule;
   VirtualMachine: typeof VirtualMachine;
+  LanguageModel: typeof LanguageModel; Generation: typeof Generation;
 };
 export default ffi;

@@ -15,6 +15,13 @@
 // Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
 // Models run with inferAsync / invokeAsync on the libuv pool over the core's stateless model
 // runners, so concurrent requests share one loaded model and the event loop keeps answering.
+//
+// A subfolder NAME/ holding lm-config.json is a language model (docs/lm.md), served as NAME over
+// OpenAI's completions API: GET /v1/models, GET /v1/models/NAME, POST /v1/completions (with
+// `stream: true`: server-sent events, one per token, written as each token is generated). Each
+// step runs on the libuv pool (the Generation's async iterator); generations beyond the model's
+// KV cache batch size wait for a free slot. Errors: OpenAI's {"error": {...}} with 400 or 404.
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
@@ -127,9 +134,52 @@ function loadModel(file) {
   return null;
 }
 
+// Whether `file` is a language model's folder (it holds lm-config.json).
+const isLanguageModel = (file) => fs.existsSync(path.join(file, 'lm-config.json'));
+
+// Waiters for one of `size` slots, first come first served.
+class Slots {
+  constructor(size) {
+    this.free = size;
+    this.waiting = [];
+  }
+
+  async acquire() {
+    if (this.free > 0) {
+      this.free -= 1;
+      return;
+    }
+    await new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release() {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}
+
+// The language models of `dir`: name -> { name, lm, slots }.
+function loadLanguageModels(dir) {
+  const lms = new Map();
+  for (const entry of fs.readdirSync(dir).sort()) {
+    const file = path.join(dir, entry);
+    if (!fs.statSync(file).isDirectory() || !isLanguageModel(file)) continue;
+    try {
+      const lm = ffi.LanguageModel.load(file);
+      const batch = Number(lm.config.kv_cache && lm.config.kv_cache.max_batch_size) || 1;
+      lms.set(entry, { name: entry, lm, slots: new Slots(batch) });
+    } catch (e) {
+      console.error(`skipping ${entry}: ${typedError(e)}`);
+    }
+  }
+  return lms;
+}
+
 function loadModels(dir) {
   const models = new Map();
   for (const entry of fs.readdirSync(dir).sort()) {
+    if (isLanguageModel(path.join(dir, entry))) continue; // loadLanguageModels' business
     let model;
     try {
       model = loadModel(path.join(dir, entry));
@@ -354,7 +404,178 @@ async function infer(model, req) {
   }
 }
 
-function createServer(models) {
+// ---- OpenAI completions
+
+class OpenAIError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function openaiError(message, type = 'invalid_request_error') {
+  return { error: { message, type, param: null, code: null } };
+}
+
+const modelObject = (name) => ({ id: name, object: 'model', created: 0, owned_by: 'polyffi' });
+
+// The request's field `key` (null or absent: `fallback`), checked with `ok`.
+function field(body, key, fallback, ok, what) {
+  const v = body[key];
+  if (v === undefined || v === null) return fallback;
+  if (!ok(v)) throw new OpenAIError(400, `'${key}' must be ${what}, not ${JSON.stringify(v)}`);
+  return v;
+}
+
+const isNumber = (v) => typeof v === 'number' && Number.isFinite(v);
+
+// The body of POST /v1/completions as [model entry, prompt, generate options, stream].
+function parseCompletion(lms, raw) {
+  let body;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw new OpenAIError(400, `the body is not JSON: ${e.message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new OpenAIError(400, 'the body must be a JSON object');
+  }
+  if (typeof body.model !== 'string') throw new OpenAIError(400, "'model' must be a string");
+  const entry = lms.get(body.model);
+  if (!entry) {
+    throw new OpenAIError(404, `The model '${body.model}' does not exist (served: ` +
+      `${JSON.stringify([...lms.keys()])})`);
+  }
+  for (const key of ['n', 'best_of']) {
+    if (body[key] !== undefined && body[key] !== null && body[key] !== 1) {
+      throw new OpenAIError(400, `'${key}' must be 1 (one completion per request), not ` +
+        `${JSON.stringify(body[key])}`);
+    }
+  }
+  let prompt = body.prompt;
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') {
+    [prompt] = prompt;
+  }
+  const tokenIds = Array.isArray(prompt) && prompt.every((t) => Number.isInteger(t));
+  if (typeof prompt !== 'string' && !tokenIds) {
+    throw new OpenAIError(400, "'prompt' must be a string (or a list of token ids)");
+  }
+  let stop = field(body, 'stop', [], (v) => typeof v === 'string' ||
+    (Array.isArray(v) && v.every((x) => typeof x === 'string')), 'a string or a list of strings');
+  if (typeof stop === 'string') stop = [stop];
+  const options = {
+    maxTokens: field(body, 'max_tokens', 16, (v) => Number.isInteger(v) && v >= 0,
+      'an integer >= 0'),
+    temperature: field(body, 'temperature', 1.0, (v) => isNumber(v) && v >= 0, 'a number >= 0'),
+    topP: field(body, 'top_p', 1.0, (v) => isNumber(v) && v > 0 && v <= 1, 'a number in (0, 1]'),
+    seed: field(body, 'seed', 0, (v) => Number.isSafeInteger(v), 'an integer'),
+    stop,
+  };
+  const stream = field(body, 'stream', false, (v) => typeof v === 'boolean', 'true or false');
+  return [entry, prompt, options, stream];
+}
+
+// A client error from the core (the prompt or an option it refused) as a 400.
+function generationError(e) {
+  if (e instanceof ffi.FFIError && (e.kind === 'ValueError' || e.kind === 'TypeError')) {
+    return new OpenAIError(400, e.message);
+  }
+  return e;
+}
+
+// The KV cache filled up mid-generation: the completion ends there, as at its length limit.
+const cacheFull = (e) => e instanceof ffi.FFIError && /KV cache is full/.test(e.message);
+
+function sseWrite(res, doc) {
+  res.write(`data: ${JSON.stringify(doc)}\n\n`);
+}
+
+async function completions(lms, req, res) {
+  const [entry, prompt, options, stream] = parseCompletion(lms, await readBody(req));
+  await entry.slots.acquire();
+  let gen;
+  try {
+    try {
+      gen = entry.lm.generate(prompt, options);
+    } catch (e) {
+      throw generationError(e);
+    }
+    const head = {
+      id: `cmpl-${crypto.randomUUID().replace(/-/g, '')}`,
+      object: 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: entry.name,
+    };
+    const choice = (text, finishReason) =>
+      ({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }] });
+    if (!stream) {
+      const ids = [];
+      let finish = null;
+      try {
+        for await (const t of gen) ids.push(t.id);
+      } catch (e) {
+        if (!cacheFull(e)) throw e;
+        finish = 'length';
+      }
+      const doc = choice(entry.lm.decode(ids), finish ?? gen.finishReason);
+      const used = gen.promptTokens;
+      doc.usage = { prompt_tokens: used, completion_tokens: ids.length,
+        total_tokens: used + ids.length };
+      return send(res, 200, doc);
+    }
+    let gone = false;
+    res.on('close', () => { gone = true; });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache',
+      connection: 'keep-alive' });
+    res.flushHeaders();
+    if (res.socket) res.socket.setNoDelay(true);
+    let finish = null;
+    try {
+      for await (const t of gen) {
+        if (gone) break; // the client left: the break frees the generation
+        sseWrite(res, choice(t.text, null));
+      }
+    } catch (e) {
+      if (!cacheFull(e)) {
+        if (!gone) {
+          sseWrite(res, openaiError(typedError(e), 'server_error'));
+          res.end('data: [DONE]\n\n');
+        }
+        return undefined;
+      }
+      finish = 'length';
+    }
+    if (!gone) {
+      sseWrite(res, choice('', finish ?? gen.finishReason));
+      res.end('data: [DONE]\n\n');
+    }
+    return undefined;
+  } finally {
+    if (gen) gen.close();
+    entry.slots.release();
+  }
+}
+
+async function openai(lms, req, res, url) {
+  const get = req.method === 'GET';
+  if (get && url === '/v1/models') {
+    return send(res, 200, { object: 'list', data: [...lms.keys()].map(modelObject) });
+  }
+  if (get && url.startsWith('/v1/models/')) {
+    let name = url.slice('/v1/models/'.length);
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      // not percent-encoded text: looked up as it is
+    }
+    if (!lms.has(name)) throw new OpenAIError(404, `The model '${name}' does not exist`);
+    return send(res, 200, modelObject(name));
+  }
+  if (req.method === 'POST' && url === '/v1/completions') return completions(lms, req, res);
+  throw new OpenAIError(404, `no route ${req.method} ${url}`);
+}
+
+function createServer(models, languageModels = new Map()) {
   const modelOf = (name) => {
     const m = models.get(name);
     if (!m) {
@@ -371,6 +592,19 @@ function createServer(models) {
         return p;
       }
     });
+    if (url === '/v1' || url.startsWith('/v1/')) {
+      try {
+        await openai(languageModels, req, res, url);
+      } catch (e) {
+        const status = e instanceof OpenAIError ? e.status : 500;
+        const message = e instanceof OpenAIError ? e.message : typedError(e);
+        if (!res.headersSent) {
+          send(res, status, openaiError(message, status >= 500 ? 'server_error' : undefined));
+        }
+        else res.end();
+      }
+      return undefined;
+    }
     try {
       const get = req.method === 'GET';
       if (get && url === '/v2/health/live') return send(res, 200, { live: true });
@@ -419,7 +653,9 @@ if (require.main === module) {
   }
   const models = loadModels(args[0]);
   for (const m of models.values()) console.error(`model ${m.name} (${m.kind})`);
-  const server = createServer(models);
+  const languageModels = loadLanguageModels(args[0]);
+  for (const m of languageModels.values()) console.error(`model ${m.name} (language model)`);
+  const server = createServer(models, languageModels);
   server.listen(Number(args[1]), host, () => {
     const { address, port } = server.address();
     console.log(`listening on ${address}:${port}`);
@@ -429,4 +665,4 @@ if (require.main === module) {
   process.on('SIGTERM', stop);
 }
 
-module.exports = { createServer, loadModels };
+module.exports = { createServer, loadModels, loadLanguageModels };

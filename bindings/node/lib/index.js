@@ -8,6 +8,7 @@ const registry = require('./registry');
 const { NDArray, nd } = require('./ndarray');
 const { GraphModule } = require('./graph');
 const { VirtualMachine } = require('./vm');
+const { LanguageModel, Generation } = require('./lm');
 const { version } = require('../package.json');
 
 native.setup({
@@ -55,6 +56,8 @@ module.exports = {
   FFIError,
   GraphModule,
   VirtualMachine,
+  LanguageModel,
+  Generation,
   /** Numbers out as ffi.Int / ffi.Float boxes (keeps int and float apart); returns the old mode. */
   exactNumbers: (on) => native.setExactNumbers(on),
   /** The address of a handle: equal for the same runtime object. */

@@ -4,8 +4,11 @@
 // compiled by TVM 0.27 (a relax executable with a dynamic batch), sends real requests, checks
 // predictions against examples/digits/model/expected.json (the C demo's and train.py's), checks
 // that /v2/health/ready answers while a large batch is being classified, and that malformed
-// input gets a 4xx with {"error"} while the server keeps serving. The tritonclient-driven suite
-// of every server is tests/serving (ci/test-serving.sh).
+// input gets a 4xx with {"error"} while the server keeps serving. The folder also links the TVM
+// 0.27 tiny llama fixture as `tiny_llama`, served over OpenAI's completions API: greedy
+// completions (plain and streamed token by token) give the fixture's tokens, more requests than
+// the KV cache's batch size all complete, and bad requests get OpenAI's error JSON. The
+// tritonclient- and openai-driven suites of every server are tests/serving (ci/test-serving.sh).
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawn } = require('node:child_process');
@@ -29,6 +32,11 @@ fs.symlinkSync(path.join(MODEL, 'params.bin'), path.join(dir, 'digits', 'params.
 fs.symlinkSync(path.join(LIB_DIR, 'libdigits_model.so'), path.join(dir, 'digits', 'libdigits_model.so'));
 fs.symlinkSync(path.join(ROOT, 'tests', 'tvm_models', 'tvm027', 'relax', 'digits.so'),
   path.join(dir, 'relax_digits.so'));
+const LM_DIR = path.join(ROOT, 'tests', 'tvm_models', 'tvm027', 'lm');
+fs.symlinkSync(LM_DIR, path.join(dir, 'tiny_llama'));
+const LM_IO = JSON.parse(fs.readFileSync(path.join(LM_DIR, 'io.json'), 'utf8'));
+// The fixture's vocabulary: id 0 is "\n", ids 1..95 the printable ASCII characters 32..126.
+const chars = (ids) => ids.map((i) => (i === 0 ? '\n' : String.fromCharCode(i + 31))).join('');
 
 let server;
 let base;
@@ -159,4 +167,121 @@ test('malformed input gets a 4xx with {"error"} and the server keeps serving', a
   const ok = await request('POST', infer, inferBody(1, x.slice(5 * 64, 6 * 64)));
   assert.strictEqual(ok.status, 200);
   assert.deepStrictEqual(argmax(ok.json.outputs[0].data, 1), [expected.predictions[5]]);
+});
+
+const completion = (extra) => ({ model: 'tiny_llama', prompt: chars(LM_IO.greedy.prompt),
+  max_tokens: LM_IO.greedy.tokens.length, temperature: 0, ...extra });
+
+test('/v1/models lists the language model only', async () => {
+  const r = await request('GET', '/v1/models');
+  assert.strictEqual(r.status, 200, r.text);
+  assert.deepStrictEqual(r.json, { object: 'list',
+    data: [{ id: 'tiny_llama', object: 'model', created: 0, owned_by: 'polyffi' }] });
+  assert.strictEqual((await request('GET', '/v2/models/tiny_llama')).status, 404);
+});
+
+test('a greedy completion gives the fixture tokens as text', async () => {
+  const r = await request('POST', '/v1/completions', completion({ logprobs: null, echo: false }));
+  assert.strictEqual(r.status, 200, r.text);
+  assert.match(r.json.id, /^cmpl-/);
+  assert.strictEqual(r.json.object, 'text_completion');
+  assert.strictEqual(r.json.model, 'tiny_llama');
+  assert.ok(Number.isInteger(r.json.created));
+  assert.deepStrictEqual(r.json.choices, [{ index: 0, text: chars(LM_IO.greedy.tokens),
+    logprobs: null, finish_reason: 'length' }]);
+  const p = LM_IO.greedy.prompt.length;
+  const c = LM_IO.greedy.tokens.length;
+  assert.deepStrictEqual(r.json.usage, { prompt_tokens: p, completion_tokens: c,
+    total_tokens: p + c });
+  const stopped = await request('POST', '/v1/completions',
+    completion({ stop: chars([LM_IO.greedy.tokens[3]]) }));
+  assert.strictEqual(stopped.status, 200, stopped.text);
+  assert.strictEqual(stopped.json.choices[0].text, chars(LM_IO.greedy.tokens.slice(0, 3)));
+  assert.strictEqual(stopped.json.choices[0].finish_reason, 'stop');
+});
+
+test('a streamed completion sends one event per token, then the finish reason and [DONE]',
+  async () => {
+    const r = await request('POST', '/v1/completions', completion({ stream: true }));
+    assert.strictEqual(r.status, 200, r.text);
+    assert.ok(r.text.endsWith('data: [DONE]\n\n'), r.text.slice(-80));
+    const events = r.text.split('\n\n').filter((e) => e !== '');
+    assert.ok(events.every((e) => e.startsWith('data: ')), r.text.slice(0, 200));
+    const docs = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
+    const tokens = LM_IO.greedy.tokens;
+    assert.strictEqual(docs.length, tokens.length + 1);
+    docs.forEach((d, i) => {
+      assert.strictEqual(d.object, 'text_completion');
+      assert.strictEqual(d.model, 'tiny_llama');
+      assert.strictEqual(d.id, docs[0].id);
+      const last = i === tokens.length;
+      assert.deepStrictEqual(d.choices, [{ index: 0, text: last ? '' : chars([tokens[i]]),
+        logprobs: null, finish_reason: last ? 'length' : null }]);
+    });
+  });
+
+test('a completion that fills the KV cache ends with finish_reason "length"', async () => {
+  // The prompt takes cap - 4 positions; the first token comes from the prefill and each later one
+  // decodes the one before it into the cache, so 5 tokens fit.
+  const cap = LM_IO.cache_args.max_total_seq_len;
+  for (const stream of [false, true]) {
+    const r = await request('POST', '/v1/completions',
+      completion({ prompt: 'a'.repeat(cap - 4), max_tokens: 64, stream }));
+    assert.strictEqual(r.status, 200, r.text);
+    if (!stream) {
+      assert.strictEqual(r.json.choices[0].finish_reason, 'length');
+      assert.strictEqual(r.json.usage.completion_tokens, 5, JSON.stringify(r.json.usage));
+    } else {
+      const docs = r.text.split('\n\n').filter((e) => e.startsWith('data: {'))
+        .map((e) => JSON.parse(e.slice(6)));
+      assert.strictEqual(docs[docs.length - 1].choices[0].finish_reason, 'length');
+      assert.strictEqual(docs.length, 6, r.text.slice(0, 200));
+      assert.ok(r.text.endsWith('data: [DONE]\n\n'));
+    }
+  }
+});
+
+test('more concurrent completions than the KV cache batch size all complete', async () => {
+  const n = LM_IO.cache_args.max_batch_size * 2 + 1;
+  const rs = await Promise.all(Array.from({ length: n }, (_, i) =>
+    request('POST', '/v1/completions', completion({ stream: i % 2 === 1 }))));
+  for (const r of rs) {
+    assert.strictEqual(r.status, 200, r.text);
+    const text = r.json ? r.json.choices[0].text : r.text.split('\n\n')
+      .filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)).choices[0].text)
+      .join('');
+    assert.strictEqual(text, chars(LM_IO.greedy.tokens));
+  }
+});
+
+test('bad completion requests get OpenAI error JSON and the server keeps serving', async () => {
+  const bad = [
+    ['{not json', 400],
+    ['[]', 400],
+    [{ prompt: 'hi' }, 400],
+    [completion({ model: 'nothing' }), 404],
+    [completion({ prompt: 'caf\u00e9' }), 400],
+    [completion({ prompt: '' }), 400],
+    [completion({ prompt: 'a'.repeat(LM_IO.cache_args.max_total_seq_len + 1) }), 400],
+    [completion({ prompt: 42 }), 400],
+    [completion({ n: 2 }), 400],
+    [completion({ best_of: 3 }), 400],
+    [completion({ max_tokens: -1 }), 400],
+    [completion({ max_tokens: 'many' }), 400],
+    [completion({ temperature: -1 }), 400],
+    [completion({ stop: ['ab'] }), 400],
+    [completion({ stream: 'yes' }), 400],
+  ];
+  for (const [body, status] of bad) {
+    const r = await request('POST', '/v1/completions', body);
+    assert.strictEqual(r.status, status, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`);
+    assert.strictEqual(r.json.error.type, 'invalid_request_error');
+    assert.strictEqual(typeof r.json.error.message, 'string');
+    assert.strictEqual(r.json.error.param, null);
+    assert.strictEqual(r.json.error.code, null);
+  }
+  assert.strictEqual((await request('GET', '/v1/models/nothing')).status, 404);
+  assert.strictEqual((await request('GET', '/v1/nowhere')).status, 404);
+  const ok = await request('POST', '/v1/completions', completion());
+  assert.strictEqual(ok.json.choices[0].text, chars(LM_IO.greedy.tokens));
 });

@@ -1,6 +1,7 @@
 // Compiled with `tsc --noEmit` (npm run typecheck): the public API as a TypeScript user types it.
 import ffi, {
-  FFIError, GraphModule, NDArray, PackedFunc, Shape, VirtualMachine, cpu, nd, shape as makeShape,
+  FFIError, GenerateOptions, Generation, GraphModule, LanguageModel, NDArray, PackedFunc, Shape,
+  Token, VirtualMachine, cpu, nd, shape as makeShape,
 } from 'polyffi';
 
 const add3: PackedFunc = ffi.getGlobalFunc('testing.add3');
@@ -83,7 +84,30 @@ const firstDim: number | bigint = dims[0];
 const echoed = ffi.getGlobalFunc('testing.echo')(ffi.shape(dims));
 const isShape: boolean = echoed instanceof Shape && Array.isArray(echoed);
 
+// A language model: sync and async iteration over tokens.
+async function complete(dir: string): Promise<string> {
+  const lm = LanguageModel.load(dir);
+  const ids: Int32Array = lm.encode('hi');
+  let text: string = lm.decode(ids) + lm.decode([1, 2]) + lm.tokenText(3);
+  const gen: Generation = lm.generate(ids, { maxTokens: 4, temperature: 0, stop: ['.'] });
+  for (const t of gen) text += t.text;
+  const reason: string = gen.finishReason;
+  const opts: GenerateOptions = { temperature: 0.8, topP: 0.9, seed: 7, stopTokenIds: [0] };
+  const g2 = lm.generate('hello', opts);
+  for await (const t of g2) {
+    const tok: Token = t;
+    text += tok.text;
+  }
+  const logits: Float32Array = g2.logits();
+  g2.close();
+  gen[Symbol.dispose]();
+  const vocab: number = lm.config.vocab_size;
+  lm.dispose();
+  return `${text}${reason}${logits.length}${vocab}`;
+}
+
 export {
+  complete,
   inferRelax, n, maybe, later, api, names, f, g, key, view, shape, data, size, has, infer,
   inferTvmExport, firstDim, isShape,
 };
