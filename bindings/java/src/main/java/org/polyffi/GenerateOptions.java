@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * How {@link LanguageModel#generate} samples, with fluent setters; what is not set takes the
- * core's default (maxTokens 16, temperature 1.0, topP 1.0, seed 0, no extra stops). The core checks
- * the values: a bad one is an FFIException of kind ValueError from generate.
+ * How {@link LanguageModel#generate} samples, with fluent setters; what is not set takes the core's
+ * default (maxTokens 16, temperature 1.0, topP 1.0, seed 0, no extra stops). The core checks the
+ * values: a bad one is an FFIException of kind ValueError from generate.
  */
 public final class GenerateOptions {
   private Integer maxTokens;

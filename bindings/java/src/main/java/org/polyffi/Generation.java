@@ -15,9 +15,9 @@ import java.util.function.Supplier;
  * a {@link Flow.Publisher} whose steps run on the binding's async executor. The core picks the
  * tokens, stops and frees the sequence; this class only calls its functions.
  *
- * <p>AutoCloseable: close() frees the generation's place in the model's KV cache at once
- * (otherwise when the object is collected). An error from a step (the KV cache being full) is an
- * FFIException, and the generation ends.
+ * <p>AutoCloseable: close() frees the generation's place in the model's KV cache at once (otherwise
+ * when the object is collected). An error from a step (the KV cache being full) is an FFIException,
+ * and the generation ends.
  */
 public final class Generation implements Iterator<Token>, AutoCloseable {
   private final Module module;
@@ -177,8 +177,8 @@ public final class Generation implements Iterator<Token>, AutoCloseable {
 
   /**
    * The remaining tokens as a Flow publisher for one subscriber (a second one gets an
-   * IllegalStateException through onError). Each step runs on the binding's async executor when
-   * the subscriber has demand; request(n) with n &lt;= 0 ends it with an IllegalArgumentException.
+   * IllegalStateException through onError). Each step runs on the binding's async executor when the
+   * subscriber has demand; request(n) with n &lt;= 0 ends it with an IllegalArgumentException.
    * onComplete comes after the last token (finishReason() then says why); cancel() closes this
    * generation once a step still running has finished.
    */
@@ -227,7 +227,8 @@ public final class Generation implements Iterator<Token>, AutoCloseable {
       }
       if (bad) {
         subscriber.onError(
-            new IllegalArgumentException("request(n) needs n > 0 (Reactive Streams 3.9), got " + n));
+            new IllegalArgumentException(
+                "request(n) needs n > 0 (Reactive Streams 3.9), got " + n));
         return;
       }
       drain();
@@ -270,7 +271,8 @@ public final class Generation implements Iterator<Token>, AutoCloseable {
       if (cancelled) {
         Generation.this.close();
       } else if (e != null) {
-        subscriber.onError(e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
+        subscriber.onError(
+            e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
       } else if (t == null) {
         subscriber.onComplete();
       } else {

@@ -4,8 +4,8 @@ import java.nio.file.Path;
 import java.util.Objects;
 
 /**
- * A language model directory (lm-config.json, the compiled model library and its weights) loaded
- * by the core ({@code polyffi.lm.load}). Tokenizing, sampling and the KV cache are the core's; this
+ * A language model directory (lm-config.json, the compiled model library and its weights) loaded by
+ * the core ({@code polyffi.lm.load}). Tokenizing, sampling and the KV cache are the core's; this
  * class only calls its functions. Thread-safe: the core serialises calls on one model, so
  * generations may run on several threads at once (up to the cache's max_batch_size alive).
  *
@@ -120,8 +120,8 @@ public final class LanguageModel implements AutoCloseable {
   }
 
   /**
-   * Releases this object's reference to the model; generations still open keep what they need
-   * alive in the core. Idempotent.
+   * Releases this object's reference to the model; generations still open keep what they need alive
+   * in the core. Idempotent.
    */
   @Override
   public void close() {

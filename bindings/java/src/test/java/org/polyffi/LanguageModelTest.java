@@ -129,7 +129,9 @@ class LanguageModelTest {
         if (step == 0) {
           assertClose(row(prefill, rows(prefill) - 1), gen.logits(), "prefill logits");
         } else if (step - 1 < g.get("decode_logits").size()) {
-          assertClose(row(g.get("decode_logits").get(step - 1).asText(), 0), gen.logits(),
+          assertClose(
+              row(g.get("decode_logits").get(step - 1).asText(), 0),
+              gen.logits(),
               "decode " + (step - 1) + " logits");
         }
         step++;
@@ -243,6 +245,18 @@ class LanguageModelTest {
       }
     } finally {
       alive.forEach(Generation::close);
+    }
+  }
+
+  @Test
+  void aGenerationOutlivesItsClosedModel() {
+    JsonNode g = io.get("greedy");
+    Generation gen;
+    try (LanguageModel own = LanguageModel.load(DIR)) {
+      gen = own.generate(ints(g.get("prompt")), greedy(13));
+    }
+    try (gen) {
+      assertArrayEquals(ints(g.get("tokens")), ids(drain(gen)));
     }
   }
 

@@ -192,8 +192,8 @@ class CompletionsTest {
     error(400, "[1]");
     error(400, "{\"prompt\":\"x\"}");
     error(404, "{\"model\":\"nope\",\"prompt\":\"x\"}");
-    String m = error(400, "{\"model\":\"tiny_llama\",\"prompt\":\"caf\\u00e9\"}").get("message")
-        .asText();
+    String m =
+        error(400, "{\"model\":\"tiny_llama\",\"prompt\":\"caf\\u00e9\"}").get("message").asText();
     assertTrue(m.contains("U+00E9"), m);
     error(400, "{\"model\":\"tiny_llama\",\"prompt\":\"x\",\"n\":2}");
     error(400, "{\"model\":\"tiny_llama\",\"prompt\":\"x\",\"best_of\":3}");
@@ -206,7 +206,8 @@ class CompletionsTest {
     assertEquals(404, send("GET", "/v1/nothing", null).statusCode());
     // Ignored OpenAI fields, and n = 1, are fine.
     JsonNode ok = complete(greedy().put("n", 1).put("user", "someone").put("echo", false));
-    assertEquals(text(io.get("greedy").get("tokens")), ok.get("choices").get(0).get("text").asText());
+    assertEquals(
+        text(io.get("greedy").get("tokens")), ok.get("choices").get(0).get("text").asText());
   }
 
   @Test

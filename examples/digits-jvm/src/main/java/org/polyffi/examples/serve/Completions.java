@@ -24,8 +24,8 @@ import org.polyffi.Generation;
 import org.polyffi.LanguageModel;
 
 /**
- * OpenAI's completions API over the language models of the served folder (each subdirectory
- * holding lm-config.json, served under the subdirectory's name):
+ * OpenAI's completions API over the language models of the served folder (each subdirectory holding
+ * lm-config.json, served under the subdirectory's name):
  *
  * <pre>
  *   GET  /v1/models        the language models
@@ -35,12 +35,12 @@ import org.polyffi.LanguageModel;
  * </pre>
  *
  * With {@code "stream": true} the answer is server-sent events, one per token written and flushed
- * as the token is generated, then one with the finish reason, then {@code data: [DONE]}. Errors
- * are OpenAI's error object: 400 for a bad request (the core's ValueError text when the model
- * refused it, or the prompt plus max_tokens is longer than the model's context), 404 for an
- * unknown model or route, 503 when the model failed at run time (its KV cache full of other
- * requests' tokens); an error after a stream has started is sent as a last event before [DONE].
- * Requests wait for one of the model's max_batch_size generation places rather than fail.
+ * as the token is generated, then one with the finish reason, then {@code data: [DONE]}. Errors are
+ * OpenAI's error object: 400 for a bad request (the core's ValueError text when the model refused
+ * it, or the prompt plus max_tokens is longer than the model's context), 404 for an unknown model
+ * or route, 503 when the model failed at run time (its KV cache full of other requests' tokens); an
+ * error after a stream has started is sent as a last event before [DONE]. Requests wait for one of
+ * the model's max_batch_size generation places rather than fail.
  */
 public final class Completions implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -78,8 +78,7 @@ public final class Completions implements AutoCloseable {
       int places = config.path("kv_cache").path("max_batch_size").asInt(1);
       int context = config.path("kv_cache").path("max_total_seq_len").asInt(Integer.MAX_VALUE);
       models.put(
-          e.getKey(),
-          new Served(e.getValue(), new Semaphore(Math.max(1, places), true), context));
+          e.getKey(), new Served(e.getValue(), new Semaphore(Math.max(1, places), true), context));
     }
   }
 
@@ -141,11 +140,7 @@ public final class Completions implements AutoCloseable {
 
   static ObjectNode error(String type, String message) {
     ObjectNode o = JSON.createObjectNode();
-    o.putObject("error")
-        .put("message", message)
-        .put("type", type)
-        .putNull("param")
-        .putNull("code");
+    o.putObject("error").put("message", message).put("type", type).putNull("param").putNull("code");
     return o;
   }
 
@@ -273,8 +268,12 @@ public final class Completions implements AutoCloseable {
         StringBuilder text = new StringBuilder();
         while (step(g)) text.append(g.next().text());
         ObjectNode o = chunk(id, created, req.model());
-        o.withArray("choices").addObject().put("index", 0).put("text", text.toString())
-            .putNull("logprobs").put("finish_reason", g.finishReason());
+        o.withArray("choices")
+            .addObject()
+            .put("index", 0)
+            .put("text", text.toString())
+            .putNull("logprobs")
+            .put("finish_reason", g.finishReason());
         int prompt = g.promptTokens();
         int completion = g.completionTokens();
         o.putObject("usage")
@@ -317,8 +316,8 @@ public final class Completions implements AutoCloseable {
         .put("model", model);
   }
 
-  private static ObjectNode event(String id, long created, String model, String text,
-      String finishReason) {
+  private static ObjectNode event(
+      String id, long created, String model, String text, String finishReason) {
     ObjectNode o = chunk(id, created, model);
     ObjectNode c = o.withArray("choices").addObject().put("index", 0).put("text", text);
     c.putNull("logprobs");
