@@ -62,15 +62,14 @@ Val CallMod(const Val& mod, const char* name, std::vector<TVMValue> v = {},
   return r;
 }
 
-Val Load(const std::string& dir) {
-  return Call(Global("polyffi.lm.load"), {Str(dir)}, {kTVMStr});
-}
+Val Load(const std::string& dir) { return Call(Global("polyffi.lm.load"), {Str(dir)}, {kTVMStr}); }
 
 Val IntArray(const std::vector<int>& ids) {
   Val r;
   int64_t n = static_cast<int64_t>(ids.size());
   TVMArrayHandle h = nullptr;
-  if (TVMArrayAlloc(&n, 1, kDLInt, 32, 1, kDLCPU, 0, &h) != 0) throw std::runtime_error(LastError());
+  if (TVMArrayAlloc(&n, 1, kDLInt, 32, 1, kDLCPU, 0, &h) != 0)
+    throw std::runtime_error(LastError());
   r.v.v_handle = h;
   r.code = kTVMNDArrayHandle;
   for (size_t i = 0; i < ids.size(); ++i) static_cast<int32_t*>(h->data)[i] = ids[i];
@@ -236,7 +235,8 @@ TEST_F(Lm, PromptAsTextAndTokenizer) {
                "ValueError: the character '\xc3\xa9' (U+00E9) is not in the vocabulary");
   EXPECT_ERROR(CallMod(*lm_, "encode", {Str("a\tb")}, {kTVMStr}),
                "ValueError: the character U+0009 is not in the vocabulary");
-  EXPECT_ERROR(CallMod(*lm_, "encode", {Str("\xff")}, {kTVMStr}), "ValueError: encode: invalid UTF-8");
+  EXPECT_ERROR(CallMod(*lm_, "encode", {Str("\xff")}, {kTVMStr}),
+               "ValueError: encode: invalid UTF-8");
 
   Json cfg = Json::parse(StrOf(*lm_, "config"));
   EXPECT_EQ(cfg["vocab_size"], 96);
@@ -252,9 +252,9 @@ TEST_F(Lm, StopTokenEndsWithStopAndIsNotReturned) {
   const Json& g = (*io_)["greedy"];
   const std::vector<int> want = Ints(g["tokens"]);  // 15, 79, 82, 34 ('A'), ...
   ASSERT_EQ(want[3], 34);
-  for (const char* opts : {R"({"temperature": 0, "stop_token_ids": [34]})",
-                           R"({"temperature": 0, "stop": ["A"]})",
-                           R"({"temperature": 0, "stop": ["z", "A"], "max_tokens": 100})"}) {
+  for (const char* opts :
+       {R"({"temperature": 0, "stop_token_ids": [34]})", R"({"temperature": 0, "stop": ["A"]})",
+        R"({"temperature": 0, "stop": ["z", "A"], "max_tokens": 100})"}) {
     Val gen = Generate(*lm_, Ints(g["prompt"]), opts);
     EXPECT_EQ(Drain(gen), std::vector<int>(want.begin(), want.begin() + 3)) << opts;
     EXPECT_EQ(StrOf(gen, "finish_reason"), "stop") << opts;
@@ -288,8 +288,8 @@ TEST_F(Lm, SeededSamplingIsReproducibleAndEqualsSampledJson) {
   EXPECT_EQ(first, second);
   // Sampling is not greedy decoding in disguise, and another seed draws another sequence.
   EXPECT_NE(first, std::vector<int>(Ints((*io_)["greedy"]["tokens"])));
-  std::vector<int> other = Drain(Generate(
-      *lm_, prompt, R"({"temperature": 0.8, "top_p": 0.9, "seed": 8, "max_tokens": 20})"));
+  std::vector<int> other = Drain(
+      Generate(*lm_, prompt, R"({"temperature": 0.8, "top_p": 0.9, "seed": 8, "max_tokens": 20})"));
   EXPECT_NE(first, other);
 
   const std::string path = kDir + "/sampled.json";
@@ -345,7 +345,8 @@ TEST_F(Lm, GenerationErrors) {
                "ValueError: generate: option stop \"ab\" is not exactly one token");
   EXPECT_ERROR(Generate(*lm_, prompt, R"({"stop_token_ids": [96]})"),
                "ValueError: generate: option stop_token_ids holds 96");
-  EXPECT_ERROR(Generate(*lm_, std::vector<int>{}, "{}"), "ValueError: generate: the prompt is empty");
+  EXPECT_ERROR(Generate(*lm_, std::vector<int>{}, "{}"),
+               "ValueError: generate: the prompt is empty");
   EXPECT_ERROR(Generate(*lm_, std::string(), "{}"), "ValueError: generate: the prompt is empty");
   EXPECT_ERROR(Generate(*lm_, std::vector<int>{1, 96}, "{}"),
                "ValueError: generate: prompt token 96 at 1 is outside the vocabulary");
@@ -385,6 +386,44 @@ TEST_F(Lm, GenerationErrors) {
   EXPECT_EQ(Drain(gen), Ints((*io_)["greedy"]["tokens"]));
 }
 
+// A prompt longer than prefill_chunk_size is prefilled in chunks (here 8 + 8 + 3 tokens): the
+// same tokens and logits as TVM's one-shot prefill.
+TEST(LmChunks, ChunkedPrefillEqualsTvm) {
+  const Json io = Json::parse(ReadFile(kDir + "/io.json"));
+  const Json& g = io["greedy"];
+  TempModel m;
+  Json cfg = Json::parse(ReadFile(kDir + "/lm-config.json"));
+  cfg["kv_cache"]["prefill_chunk_size"] = 8;
+  m.Write("lm-config.json", cfg.dump());
+  Val lm = Load(m.dir.string());
+  Val gen = Generate(lm, Ints(g["prompt"]), R"({"temperature": 0, "max_tokens": 13})");
+  ASSERT_EQ(Next(gen), Ints(g["tokens"])[0]);
+  const std::vector<float> prefill = ReadFloats(g["prefill_logits"]);
+  ExpectClose(Logits(gen), prefill.data() + prefill.size() - 96, 96, "chunked prefill");
+  std::vector<int> rest = Drain(gen);
+  rest.insert(rest.begin(), Ints(g["tokens"])[0]);
+  EXPECT_EQ(rest, Ints(g["tokens"]));
+}
+
+// The config's stop_token_ids apply to every generation; a generation's own add to them.
+TEST(LmChunks, ConfigStopTokens) {
+  const Json io = Json::parse(ReadFile(kDir + "/io.json"));
+  const Json& g = io["greedy"];
+  const std::vector<int> want = Ints(g["tokens"]);  // 15, 79, 82, 34, ...
+  TempModel m;
+  Json cfg = Json::parse(ReadFile(kDir + "/lm-config.json"));
+  cfg["stop_token_ids"] = {34};
+  m.Write("lm-config.json", cfg.dump());
+  Val lm = Load(m.dir.string());
+  EXPECT_EQ(Json::parse(StrOf(lm, "config"))["stop_token_ids"], Json::array({34}));
+  Val a = Generate(lm, Ints(g["prompt"]), R"({"temperature": 0})");
+  EXPECT_EQ(Drain(a), std::vector<int>(want.begin(), want.begin() + 3));
+  EXPECT_EQ(StrOf(a, "finish_reason"), "stop");
+  Val b = Generate(lm, Ints(g["prompt"]), R"({"temperature": 0, "stop_token_ids": [82]})");
+  EXPECT_EQ(Drain(b), std::vector<int>(want.begin(), want.begin() + 2));
+  EXPECT_EQ(StrOf(b, "finish_reason"), "stop");
+}
+
 TEST(LmLoad, Errors) {
   EXPECT_ERROR(Load("/nonexistent/polyffi-lm"),
                "FileNotFoundError: polyffi.lm.load: the model directory /nonexistent/polyffi-lm "
@@ -408,14 +447,16 @@ TEST(LmLoad, Errors) {
     m.Write("lm-config.json", j.dump());
     return ErrorOf([&] { Load(m.dir.string()); });
   };
-  EXPECT_NE(spoiled([](Json& j) { j.erase("vocab_size"); }).find("ValueError: ")
-                , std::string::npos);
+  EXPECT_NE(spoiled([](Json& j) { j.erase("vocab_size"); }).find("ValueError: "),
+            std::string::npos);
   EXPECT_NE(spoiled([](Json& j) { j.erase("vocab_size"); }).find("vocab_size is missing"),
             std::string::npos);
-  EXPECT_NE(spoiled([](Json& j) { j["vocab_size"] = 95; }).find("has 96 characters but vocab_size is 95"),
-            std::string::npos);
-  EXPECT_NE(spoiled([](Json& j) { j["kv_cache"]["page_size"] = "16"; })
-                .find("kv_cache.page_size must be an integer"),
+  EXPECT_NE(
+      spoiled([](Json& j) { j["vocab_size"] = 95; }).find("has 96 characters but vocab_size is 95"),
+      std::string::npos);
+  EXPECT_NE(spoiled([](Json& j) {
+              j["kv_cache"]["page_size"] = "16";
+            }).find("kv_cache.page_size must be an integer"),
             std::string::npos);
   EXPECT_NE(spoiled([](Json& j) { j["tokenizer"]["kind"] = "bpe"; }).find("tokenizer.kind must be"),
             std::string::npos);
@@ -423,8 +464,7 @@ TEST(LmLoad, Errors) {
             std::string::npos);
   EXPECT_NE(spoiled([](Json& j) { j["params"][0] = "nope"; }).find("params names \"nope\""),
             std::string::npos);
-  EXPECT_NE(spoiled([](Json& j) { j["model_lib"] = "missing.so"; })
-                .find("FileNotFoundError: "),
+  EXPECT_NE(spoiled([](Json& j) { j["model_lib"] = "missing.so"; }).find("FileNotFoundError: "),
             std::string::npos);
   EXPECT_NE(spoiled([](Json& j) { j["weights"] = "nowhere"; }).find("FileNotFoundError: "),
             std::string::npos);

@@ -124,8 +124,8 @@ Config ReadConfig(const std::string& dir) {
   if (!tok.is_object()) r.Fail("tokenizer", "must be an object");
   c.tokenizer_kind = r.Str(r.Field(tok, "kind", "tokenizer.kind"), "tokenizer.kind");
   if (c.tokenizer_kind != "chars") {
-    r.Fail("tokenizer.kind", "must be \"chars\" (the only tokenizer), got \"" + c.tokenizer_kind +
-                                 "\"");
+    r.Fail("tokenizer.kind",
+           "must be \"chars\" (the only tokenizer), got \"" + c.tokenizer_kind + "\"");
   }
   c.tokenizer_chars = r.Str(r.Field(tok, "chars", "tokenizer.chars"), "tokenizer.chars");
   const size_t nchars = DecodeUtf8(c.tokenizer_chars, "tokenizer.chars").size();

@@ -19,13 +19,13 @@ struct KVCacheConfig {
 };
 
 struct Config {
-  std::string dir;         // the model directory as given
-  std::string model_lib;   // absolute or relative to the working directory (dir joined)
-  std::string weights;     // the tensor-cache directory (dir joined)
+  std::string dir;                  // the model directory as given
+  std::string model_lib;            // absolute or relative to the working directory (dir joined)
+  std::string weights;              // the tensor-cache directory (dir joined)
   std::vector<std::string> params;  // empty: the cache's record order
   int64_t vocab_size = 0;
   KVCacheConfig kv_cache;
-  std::string tokenizer_kind;  // "chars"
+  std::string tokenizer_kind;   // "chars"
   std::string tokenizer_chars;  // UTF-8, one token per code point
   std::vector<int32_t> stop_token_ids;
 

@@ -18,8 +18,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-void CallFn(FunctionObj* f, std::vector<TVMValue>* values, std::vector<int>* codes,
-            RetValue* rv) {
+void CallFn(FunctionObj* f, std::vector<TVMValue>* values, std::vector<int>* codes, RetValue* rv) {
   f->Call(values->data(), codes->data(), static_cast<int>(values->size()), rv);
 }
 
@@ -96,7 +95,8 @@ LanguageModel::LanguageModel(const std::string& dir)
       Throw("ValueError", "polyffi.lm.load: create_paged_kv_cache of ", cfg_.model_lib,
             " did not return a paged KV cache");
     }
-    cache_ = ObjectPtr<kv_cache::PagedKVCacheObj>::Borrow(static_cast<kv_cache::PagedKVCacheObj*>(o));
+    cache_ =
+        ObjectPtr<kv_cache::PagedKVCacheObj>::Borrow(static_cast<kv_cache::PagedKVCacheObj*>(o));
   }
 
   // The weights, in the order the model takes them.
@@ -122,7 +122,8 @@ LanguageModel::LanguageModel(const std::string& dir)
 
   softmax_ = NeedGlobal("vm.builtin.apply_softmax_with_temperature");
   sample_top_p_ = NeedGlobal("vm.builtin.sample_top_p_from_prob");
-  probs_ = NDArrayObj::Empty({1, cfg_.vocab_size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+  probs_ =
+      NDArrayObj::Empty({1, cfg_.vocab_size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
   seq_in_use_.assign(static_cast<size_t>(kv.max_batch_size), false);
 }
 
@@ -142,7 +143,8 @@ GenerationOptions LanguageModel::ParseOptions(const std::string& text) const {
     const Json& v = it.value();
     if (key == "max_tokens") {
       if (!v.is_number_integer()) fail(key, "must be an integer");
-      if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{1} << 62) fail(key, "is too large");
+      if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{1} << 62)
+        fail(key, "is too large");
       o.max_tokens = v.get<int64_t>();
       if (o.max_tokens < 0) fail(key, "must not be negative, got " + std::to_string(o.max_tokens));
     } else if (key == "temperature") {
@@ -187,8 +189,9 @@ GenerationOptions LanguageModel::ParseOptions(const std::string& text) const {
       if (!v.is_array()) fail(key, "must be a list of token ids");
       for (const Json& s : v) {
         if (!s.is_number_integer()) fail(key, "must be a list of token ids");
-        if (s.is_number_unsigned() ? s.get<uint64_t>() >= static_cast<uint64_t>(cfg_.vocab_size)
-                                   : (s.get<int64_t>() < 0 || s.get<int64_t>() >= cfg_.vocab_size)) {
+        if (s.is_number_unsigned()
+                ? s.get<uint64_t>() >= static_cast<uint64_t>(cfg_.vocab_size)
+                : (s.get<int64_t>() < 0 || s.get<int64_t>() >= cfg_.vocab_size)) {
           fail(key, "holds " + s.dump() + ", outside the vocabulary [0, " +
                         std::to_string(cfg_.vocab_size) + ")");
         }
@@ -256,9 +259,8 @@ std::vector<float> LanguageModel::Forward(int64_t seq_id, const int32_t* tokens,
   const int64_t need = (len + n + page - 1) / page - (len + page - 1) / page;
   if (need > cache_->NumAvailablePages() || len + n > cfg_.kv_cache.max_total_seq_len) {
     Throw("RuntimeError", "the KV cache is full: sequence ", seq_id, " has ", len,
-          " tokens and needs ", n, " more (", cache_->NumAvailablePages(),
-          " free pages of ", page, " tokens, max_total_seq_len ", cfg_.kv_cache.max_total_seq_len,
-          ")");
+          " tokens and needs ", n, " more (", cache_->NumAvailablePages(), " free pages of ", page,
+          " tokens, max_total_seq_len ", cfg_.kv_cache.max_total_seq_len, ")");
   }
   std::vector<float> last;
   const int64_t chunk = decode ? 1 : cfg_.kv_cache.prefill_chunk_size;
@@ -302,7 +304,9 @@ int32_t LanguageModel::Sample(const std::vector<float>& logits, double temperatu
 
 Generation::Generation(ObjectPtr<LanguageModel> model, std::vector<int32_t> prompt,
                        GenerationOptions opts)
-    : model_(std::move(model)), prompt_(std::move(prompt)), opts_(std::move(opts)),
+    : model_(std::move(model)),
+      prompt_(std::move(prompt)),
+      opts_(std::move(opts)),
       rng_(opts_.seed) {
   if (prompt_.empty()) Throw("ValueError", "generate: the prompt is empty");
   const int64_t vocab = model_->config().vocab_size;
@@ -347,9 +351,9 @@ int64_t Generation::Next() {
   int32_t token = -1;
   try {
     std::vector<float> logits =
-        started_ ? model_->Forward(seq_id_, &last_token_, 1, true)
-                 : model_->Forward(seq_id_, prompt_.data(), static_cast<int64_t>(prompt_.size()),
-                                   false);
+        started_
+            ? model_->Forward(seq_id_, &last_token_, 1, true)
+            : model_->Forward(seq_id_, prompt_.data(), static_cast<int64_t>(prompt_.size()), false);
     started_ = true;
     logits_ = std::move(logits);
     token = model_->Sample(logits_, opts_.temperature, opts_.top_p, &rng_);

@@ -24,7 +24,8 @@ std::vector<int32_t> TokenArg(const Args& args, int i, const char* what) {
     Throw("ValueError", args.fname(), ": the ", what, " must be on the CPU");
   }
   if (t.dtype.code != kDLInt || t.dtype.bits != 32 || t.dtype.lanes != 1) {
-    Throw("ValueError", args.fname(), ": the ", what, " must be int32, got ", DataTypeName(t.dtype));
+    Throw("ValueError", args.fname(), ": the ", what, " must be int32, got ",
+          DataTypeName(t.dtype));
   }
   if (t.ndim != 1 || t.shape == nullptr) {
     Throw("ValueError", args.fname(), ": the ", what, " must have one dimension (n,), got ",
@@ -76,8 +77,9 @@ ObjectPtr<FunctionObj> LanguageModel::GetOwnFunction(const std::string& name) {
     });
   }
   if (name == "token_text") {
-    return Fn(fname, 1,
-              [self](const Args& args, RetValue* rv) { rv->SetStr(self->tok_.TokenText(args.Int(0))); });
+    return Fn(fname, 1, [self](const Args& args, RetValue* rv) {
+      rv->SetStr(self->tok_.TokenText(args.Int(0)));
+    });
   }
   if (name == "generate") {
     return MakeFunction(
@@ -86,9 +88,8 @@ ObjectPtr<FunctionObj> LanguageModel::GetOwnFunction(const std::string& name) {
             Throw("TypeError", args.fname(), ": expected (prompt, options) but got ", args.size(),
                   " arguments");
           }
-          std::vector<int32_t> prompt = args.code(0) == kTVMStr
-                                            ? self->tok_.Encode(args.Str(0))
-                                            : TokenArg(args, 0, "prompt");
+          std::vector<int32_t> prompt = args.code(0) == kTVMStr ? self->tok_.Encode(args.Str(0))
+                                                                : TokenArg(args, 0, "prompt");
           std::string options;
           if (args.size() > 1 && args.code(1) != kTVMNullptr) options = args.Str(1);
           GenerationOptions opts = self->ParseOptions(options);
@@ -118,7 +119,8 @@ ObjectPtr<FunctionObj> Generation::GetOwnFunction(const std::string& name) {
     return Fn(fname, 0, [self](const Args&, RetValue* rv) { rv->SetInt(self->PromptTokens()); });
   }
   if (name == "completion_tokens") {
-    return Fn(fname, 0, [self](const Args&, RetValue* rv) { rv->SetInt(self->CompletionTokens()); });
+    return Fn(fname, 0,
+              [self](const Args&, RetValue* rv) { rv->SetInt(self->CompletionTokens()); });
   }
   if (name == "close") {
     return Fn(fname, 0, [self](const Args&, RetValue*) { self->Close(); });

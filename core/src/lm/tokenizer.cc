@@ -26,8 +26,8 @@ std::vector<uint32_t> DecodeUtf8(const std::string& text, const char* what) {
     } else if ((b & 0xF8) == 0xF0) {
       cp = b & 0x07, len = 4;
     } else {
-      Throw("ValueError", what, ": invalid UTF-8 byte 0x", std::hex, static_cast<int>(b),
-            std::dec, " at offset ", i);
+      Throw("ValueError", what, ": invalid UTF-8 byte 0x", std::hex, static_cast<int>(b), std::dec,
+            " at offset ", i);
     }
     if (i + len > n) Throw("ValueError", what, ": truncated UTF-8 sequence at offset ", i);
     for (size_t k = 1; k < len; ++k) {
