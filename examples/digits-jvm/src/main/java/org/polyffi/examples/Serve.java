@@ -25,7 +25,9 @@ import java.util.concurrent.Executors;
 import java.util.stream.Stream;
 import org.polyffi.DataType;
 import org.polyffi.FFIException;
+import org.polyffi.LanguageModel;
 import org.polyffi.NDArray;
+import org.polyffi.examples.serve.Completions;
 import org.polyffi.examples.serve.ServedModel;
 import org.polyffi.examples.serve.Tensors;
 
@@ -46,6 +48,9 @@ import org.polyffi.examples.serve.Tensors;
  * path, 400 for a bad request, with the binding's typed error text ({@code ValueError: ...}) when
  * the model refused the inputs. Request threads share each model (its runner's calls are stateless
  * and thread-safe).
+ *
+ * <p>Subdirectories holding lm-config.json are language models, served under OpenAI's completions
+ * API ({@code GET /v1/models}, {@code POST /v1/completions}, streaming too): {@link Completions}.
  */
 public final class Serve implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -71,16 +76,25 @@ public final class Serve implements AutoCloseable {
   }
 
   private final Map<String, ServedModel> models;
+  private final Completions completions;
   private final HttpServer server;
   private final ExecutorService executor;
 
   public Serve(Map<String, ServedModel> models, int port, int threads) throws IOException {
+    this(models, Map.of(), port, threads);
+  }
+
+  /** Also serves the language models lms (owned by the server from now on) under /v1. */
+  public Serve(
+      Map<String, ServedModel> models, Map<String, LanguageModel> lms, int port, int threads)
+      throws IOException {
     // The JDK server writes headers and body separately: without TCP_NODELAY every keep-alive
     // response waits for the client's delayed ACK (~40 ms).
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
       System.setProperty("sun.net.httpserver.nodelay", "true");
     }
     this.models = models;
+    this.completions = new Completions(lms);
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 256);
     executor = Executors.newFixedThreadPool(threads);
     server.setExecutor(executor);
@@ -131,6 +145,11 @@ public final class Serve implements AutoCloseable {
   }
 
   private void handle(HttpExchange ex) throws IOException {
+    String path = ex.getRequestURI().getPath();
+    if (path.equals("/v1") || path.startsWith("/v1/")) {
+      completions.handle(ex);
+      return;
+    }
     try {
       Reply r = route(ex);
       JsonNode body = r.json();
@@ -435,6 +454,7 @@ public final class Serve implements AutoCloseable {
   public void close() {
     server.stop(0);
     executor.shutdownNow();
+    completions.close();
   }
 
   public static void main(String[] args) throws Exception {
@@ -445,7 +465,8 @@ public final class Serve implements AutoCloseable {
     Path dir = Paths.get(args[0]);
     int port = Integer.parseInt(args[1]);
     Map<String, ServedModel> models = loadDir(dir);
-    if (models.isEmpty()) {
+    Map<String, LanguageModel> lms = Completions.loadDir(dir);
+    if (models.isEmpty() && lms.isEmpty()) {
       System.err.println("polyffi-serve: no model to serve in " + dir);
       System.exit(1);
     }
@@ -454,8 +475,11 @@ public final class Serve implements AutoCloseable {
           "polyffi-serve: %s (%s): %d inputs, %d outputs%n",
           m.name, m.platform, m.inputs.size(), m.outputs.size());
     }
+    for (String name : lms.keySet()) {
+      System.err.printf("polyffi-serve: %s (language model, /v1/completions)%n", name);
+    }
     int threads = Math.max(4, 2 * Runtime.getRuntime().availableProcessors());
-    Serve serve = new Serve(models, port, threads);
+    Serve serve = new Serve(models, lms, port, threads);
     System.out.println("listening on 127.0.0.1:" + serve.port());
     System.out.flush();
     Runtime.getRuntime()
