@@ -10,6 +10,10 @@ Serves every model in MODEL_DIR under its file's stem (docs/serving.md, "The mod
 - ``NAME/``: a folder with ``graph.json``, an optional ``params.bin`` and one kernel library
   ``*.so`` (the three artifacts of a graph model, e.g. examples/digits).
 
+A subfolder ``NAME/`` holding ``lm-config.json`` is a language model (docs/lm.md), served under
+OpenAI's completions API instead: GET /v1/models, POST /v1/completions (streamed as server-sent
+events with ``"stream": true``); errors there are OpenAI's {"error": {"message", "type", ...}}.
+
 Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/NAME (metadata),
 GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors are
 {"error": "..."} with 400 (the binding's typed error, e.g. "ValueError: ...") or 404 (unknown
@@ -26,9 +30,11 @@ import json
 import math
 import os
 import sys
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 
 import numpy as np
 from aiohttp import web
@@ -130,9 +136,16 @@ def load_model(path: Path) -> Optional[Model]:
     return None
 
 
+def is_language_model(path: Path) -> bool:
+    return path.is_dir() and (path / "lm-config.json").is_file()
+
+
 def load_models(model_dir: Path) -> Dict[str, Model]:
+    """The OIP models of model_dir (language models are load_language_models')."""
     models: Dict[str, Model] = {}
     for path in sorted(model_dir.iterdir()):
+        if is_language_model(path):
+            continue
         try:
             model = load_model(path)
         except Exception as e:  # a bad file is reported and skipped; the others are served
@@ -143,6 +156,77 @@ def load_models(model_dir: Path) -> Dict[str, Model]:
         else:
             models[model.name] = model
     return models
+
+
+class LanguageModel:
+    """One served language model; at most max_batch_size generations run at once (the cache's
+    sequences), the other requests wait for a place instead of failing."""
+
+    def __init__(self, name: str, lm: polyffi.LanguageModel) -> None:
+        self.name = name
+        self.lm = lm
+        self.places = asyncio.Semaphore(int(lm.config["kv_cache"]["max_batch_size"]))
+
+
+def load_language_models(model_dir: Path) -> Dict[str, LanguageModel]:
+    lms: Dict[str, LanguageModel] = {}
+    for path in sorted(model_dir.iterdir()):
+        if not is_language_model(path):
+            continue
+        try:
+            lms[path.name] = LanguageModel(path.name, polyffi.LanguageModel(path))
+        except Exception as e:  # reported and skipped, as a bad OIP model is
+            print(f"skipping {path.name}: {type(e).__name__}: {e}", file=sys.stderr)
+    return lms
+
+
+class OpenAIError(Exception):
+    """A /v1 request the server refuses, answered with OpenAI's error document."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def response(self) -> web.Response:
+        return web.json_response({"error": {"message": str(self), "type": "invalid_request_error",
+                                            "param": None, "code": None}},
+                                 status=self.status)
+
+
+def _number(body: Dict[str, Any], key: str, default: Any, kind: type) -> Any:
+    value = body.get(key)
+    if value is None:
+        return default
+    ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+    if not ok or isinstance(value, bool):
+        raise OpenAIError(400, f"'{key}' must be {'a number' if kind is float else 'an integer'}")
+    return kind(value)
+
+
+def parse_completion(body: Any) -> Dict[str, Any]:
+    """The generate() arguments and the stream flag of a /v1/completions body (400 if bad)."""
+    if not isinstance(body, dict):
+        raise OpenAIError(400, "the body must be a JSON object")
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise OpenAIError(400, "'prompt' must be a string")
+    for key in ("n", "best_of"):
+        if body.get(key) not in (None, 1):
+            raise OpenAIError(400, f"'{key}' must be 1: one completion per request")
+    stop = body.get("stop")
+    if isinstance(stop, str):
+        stop = [stop]
+    if stop is not None and not (isinstance(stop, list) and all(isinstance(x, str) for x in stop)):
+        raise OpenAIError(400, "'stop' must be a string or a list of strings")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise OpenAIError(400, "'stream' must be a boolean")
+    return {"prompt": prompt, "max_tokens": _number(body, "max_tokens", 16, int),
+            "temperature": _number(body, "temperature", 1.0, float),
+            "top_p": _number(body, "top_p", 1.0, float), "seed": _number(body, "seed", 0, int),
+            "stop": stop, "stream": bool(stream)}
 
 
 def _tensor(doc: Any, what: str) -> Dict[str, Any]:
@@ -311,8 +395,10 @@ def build_response(model: Model, body: Dict[str, Any],
     return doc, blobs
 
 
-def create_app(models: Dict[str, Model], workers: int = 4) -> web.Application:
+def create_app(models: Dict[str, Model], workers: int = 4,
+               lms: Optional[Dict[str, LanguageModel]] = None) -> web.Application:
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polyffi-infer")
+    lms = lms or {}
 
     def error(status: int, message: str) -> web.Response:
         return web.json_response({"error": message}, status=status)
@@ -328,10 +414,14 @@ def create_app(models: Dict[str, Model], workers: int = 4) -> web.Application:
     async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
         try:
             return await handler(request)
+        except OpenAIError as e:
+            return e.response()
+        except web.HTTPException as e:
+            if request.path.startswith("/v1/"):
+                return OpenAIError(e.status, e.reason).response()
+            return error(e.status, e.reason)
         except RequestError as e:
             return error(e.status, str(e))
-        except web.HTTPException as e:
-            return error(e.status, e.reason)
 
     async def live(_: web.Request) -> web.Response:
         return web.json_response({"live": True})
@@ -374,12 +464,82 @@ def create_app(models: Dict[str, Model], workers: int = 4) -> web.Application:
         return web.Response(body=b"".join([head, *blobs]), content_type="application/octet-stream",
                             headers={"Inference-Header-Content-Length": str(len(head))})
 
+    # ------------------------------------------------ OpenAI completions (language models)
+
+    async def list_models(_: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "polyffi"}
+            for name in sorted(lms)]})
+
+    async def tokens(gen: polyffi.Generation) -> AsyncIterator[str]:
+        """The generation's token texts, each step on the core's async pool. A cache that fills
+        part way ends the completion as OpenAI ends one at the context's end: "length"."""
+        try:
+            async for token in gen:
+                yield token.text
+        except RuntimeError as e:
+            if "KV cache is full" not in str(e):
+                raise
+            print(f"completion cut short: {e}", file=sys.stderr)
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        try:
+            body = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise OpenAIError(400, f"the body is not JSON: {e}") from e
+        if isinstance(body, dict) and not isinstance(body.get("model"), str):
+            raise OpenAIError(400, "'model' must be a string")
+        args = parse_completion(body)
+        served = lms.get(body["model"])
+        if served is None:
+            raise OpenAIError(404, f"The model '{body['model']}' does not exist (served: "
+                                   f"{sorted(lms)})")
+        stream = args.pop("stream")
+        loop = asyncio.get_running_loop()
+        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion",
+                "created": int(time.time()), "model": served.name}
+
+        def choice(text: str, reason: Optional[str]) -> Dict[str, Any]:
+            return dict(head, choices=[{"index": 0, "text": text, "logprobs": None,
+                                        "finish_reason": reason}])
+
+        async with served.places:
+            try:  # the core takes the model's lock: off the loop, as every step
+                gen = await loop.run_in_executor(pool, lambda: served.lm.generate(**args))
+            except (ValueError, TypeError) as e:
+                raise OpenAIError(400, str(e)) from e
+            try:
+                if not stream:
+                    text = "".join([t async for t in tokens(gen)])
+                    reason, n_prompt, n_done = await loop.run_in_executor(
+                        pool, lambda: (gen.finish_reason, gen.prompt_tokens,
+                                       gen.completion_tokens))
+                    doc = choice(text, reason or "length")
+                    doc["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_done,
+                                    "total_tokens": n_prompt + n_done}
+                    return web.json_response(doc)
+                resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                                   "Cache-Control": "no-cache"})
+                await resp.prepare(request)
+                async for text in tokens(gen):  # each event is written out as it is made
+                    await resp.write(f"data: {json.dumps(choice(text, None))}\n\n".encode())
+                reason = await loop.run_in_executor(pool, lambda: gen.finish_reason)
+                await resp.write(f"data: {json.dumps(choice('', reason or 'length'))}\n\n"
+                                 .encode())
+                await resp.write(b"data: [DONE]\n\n")
+                await resp.write_eof()
+                return resp
+            finally:
+                await gen.aclose()  # frees the cache's sequence now, also when the client left
+
     app = web.Application(middlewares=[errors], client_max_size=MAX_BODY)
     app.router.add_get("/v2/health/live", live)
     app.router.add_get("/v2/health/ready", ready)
     app.router.add_get("/v2/models/{name}", metadata)
     app.router.add_get("/v2/models/{name}/ready", model_ready)
     app.router.add_post("/v2/models/{name}/infer", infer)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_post("/v1/completions", completions)
     app.on_cleanup.append(lambda _: asyncio.get_running_loop().run_in_executor(
         None, pool.shutdown))
     return app
@@ -397,9 +557,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     models = load_models(args.model_dir)
     for m in models.values():
         print(f"model {m.name} ({m.kind})", file=sys.stderr)
+    lm_dirs = load_language_models(args.model_dir)
+    for name in lm_dirs:
+        print(f"language model {name} (/v1/completions)", file=sys.stderr)
 
     async def serve() -> None:
-        runner = web.AppRunner(create_app(models, args.workers), access_log=None)
+        runner = web.AppRunner(create_app(models, args.workers, lm_dirs), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, args.host, args.port).start()
         print(f"listening on {args.host}:{args.port}", flush=True)

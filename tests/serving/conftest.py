@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TVM018 = ROOT / "tests" / "tvm_models" / "tvm018"
 RELAX = ROOT / "tests" / "tvm_models" / "tvm027" / "relax"
 DIGITS = ROOT / "examples" / "digits" / "model"
+TINY_LLAMA = ROOT / "tests" / "tvm_models" / "tvm027" / "lm"
 LIB_DIR = Path(os.environ.get("POLYFFI_LIB_DIR", ROOT / "build" / "lib"))
 START_TIMEOUT = float(os.environ.get("POLYFFI_SERVE_START_TIMEOUT", "600"))
 
@@ -76,6 +77,9 @@ def make_model_dir(dest: Path) -> Dict[str, str]:
                          ("libdigits_model.so", LIB_DIR / "libdigits_model.so")):
         if not (digits / name).exists():
             (digits / name).symlink_to(target)
+    # A language model (a folder with lm-config.json): OpenAI completions under /v1, not OIP.
+    if not (dest / "tiny_llama").exists():
+        (dest / "tiny_llama").symlink_to(TINY_LLAMA, target_is_directory=True)
     # Not a model: a server skips it and serves the rest.
     (dest / "notes.txt").write_text("not a model\n")
     return {k: str(v) for k, v in models.items()}

@@ -3,7 +3,8 @@
 Layout: library (load + version check), value (Device, DataType, Shape, Array, Map), function
 (PackedFunc), callback (convert), registry (globals, init_api, modules), errors, ndarray;
 graph_module (GraphModule, compiled graph models); virtual_machine (VirtualMachine, relax VM
-executables from TVM 0.2x).
+executables from TVM 0.2x); lm (LanguageModel, Generation, Token: text generation with a model
+directory).
 """
 
 import atexit as _atexit
@@ -21,6 +22,7 @@ from .registry import (Module, _init_api, get_global_func, init_api, list_global
 from .ndarray import NDArray
 from .graph_module import GraphModule
 from .virtual_machine import VirtualMachine
+from .lm import Generation, LanguageModel, Token
 from . import nd
 from . import errors
 
@@ -37,4 +39,5 @@ __all__ = [
     "PackedFunc", "convert", "Module", "get_global_func", "register_func",
     "list_global_func_names", "remove_global_func", "init_api", "_init_api", "load_module",
     "system_lib", "NDArray", "nd", "errors", "GraphModule", "VirtualMachine",
+    "LanguageModel", "Generation", "Token",
 ]
