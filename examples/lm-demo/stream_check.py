@@ -8,7 +8,7 @@ Prints each token's text as its event arrives, then checks the stream: every eve
 "text_completion" chunk with one choice (index 0), the token events carry finish_reason null,
 one last event has "text": "" and the finish reason, and "data: [DONE]" ends it. Prints
 
-    tokens: N (finish_reason R, T s, X tokens/s)
+    tokens: N (finish_reason R)
     agreement: yes|no (with TVM 0.27's greedy text)
 
 and exits 0 only when the stream is well formed and its text equals the recorded one.
@@ -17,14 +17,12 @@ An error body (the server's JSON error instead of a stream) is printed and fails
 
 import json
 import sys
-import time
 
 
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         expected = json.load(f)["completions"][int(sys.argv[2])]["text"]
-    started = time.perf_counter()
-    pieces, finish, done, problems, first = [], None, False, [], None
+    pieces, finish, done, problems = [], None, False, []
     for raw in sys.stdin:
         line = raw.rstrip("\r\n")
         if not line:
@@ -47,7 +45,6 @@ def main():
                 if finish is not None:
                     problems.append("a token after the finish event")
                 pieces.append(choice["text"])
-                first = first or time.perf_counter()
                 sys.stdout.write(choice["text"])
                 sys.stdout.flush()
             else:
@@ -56,15 +53,13 @@ def main():
                 finish = choice["finish_reason"]
         except (ValueError, KeyError, IndexError, TypeError) as err:
             problems.append(f"malformed event ({err!r}): {data[:200]}")
-    seconds = time.perf_counter() - started
     print()
     if not done:
         problems.append("no data: [DONE] at the end")
     if finish is None:
         problems.append("no finish event")
     text = "".join(pieces)
-    rate = len(pieces) / seconds if seconds > 0 else 0.0
-    print(f"tokens: {len(pieces)} (finish_reason {finish}, {seconds:.2f} s, {rate:.0f} tokens/s)")
+    print(f"tokens: {len(pieces)} (finish_reason {finish})")
     agree = text == expected
     print(f"agreement: {'yes' if agree else 'no'} (with TVM 0.27's greedy text)")
     if not agree:
