@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo: build polyffi and the digits model, then classify the held-out digits from C,
 # Python, a Rust HTTP service, Node.js and the JVM (accuracy, agreement with the training
-# script, latency), including the same model compiled by Apache TVM 0.18.
+# script, latency), including the same model compiled by Apache TVM 0.18. Then the language model:
+# each language's server (ci/serve.sh) streams greedy completions from the character-level model of
+# examples/lm-demo over /v1/completions, checked against TVM 0.27's own (ci/demo-lm.sh).
 #
 # It prints a line per step with the seconds since the start, the build's own progress while it
 # builds, and a summary table at the end. A language whose toolchain is missing (cargo; node and
@@ -106,6 +108,30 @@ if want java; then
   fi
 fi
 
+# The language model from each language's server whose toolchain is here (ci/demo-lm.sh).
+lm_results=()  # "language|status|log"
+lm_run() {
+  local lang=$1 log="$logs/lm-${#lm_results[@]}.log"
+  step "language model from the $lang server (examples/lm-demo/charlm)"
+  if "$root/ci/demo-lm.sh" "$2" 2>&1 | tee "$log"; then
+    lm_results+=("$lang|ok|$log")
+  else
+    lm_results+=("$lang|FAILED|$log")
+  fi
+}
+lm_missing() { lm_results+=("$1|missing: $2, for the language model|"); }
+for l in python rust node java; do
+  want $l || continue
+  case $l in
+    python) name=Python ok=1 why="" ;;
+    rust) name=Rust ok=0 why="cargo not found"; have cargo && ok=1 ;;
+    node) name=Node.js ok=0 why="node/npm not found"; have node && have npm && ok=1 ;;
+    java) name=Java ok=0 why="java/javac/mvn not found"; have java && have javac && have mvn && ok=1 ;;
+  esac
+  have curl || { ok=0 why="curl not found"; }
+  if [ $ok = 1 ]; then lm_run "$name" $l; else lm_missing "$name" "$why"; fi
+done
+
 # The summary: each language's first accuracy / agreement / latency lines.
 step "summary"
 failed=$tour
@@ -125,10 +151,24 @@ table() {
   done
 }
 table
-for r in "${results[@]}"; do
+if [ ${#lm_results[@]} -gt 0 ]; then
+  echo
+  echo "language model (examples/lm-demo/charlm: greedy completions streamed from /v1/completions)"
+  printf "%-22s %-9s %-8s %s\n" server status tokens "agreement with TVM 0.27"
+  for r in "${lm_results[@]}"; do
+    IFS='|' read -r lang status log <<<"$r"
+    toks=- agree=-
+    if [ -n "$log" ]; then
+      toks=$(sed -n 's/^lm tokens: *\([0-9]*\).*/\1/p' "$log" | head -1)
+      agree=$(sed -n 's/^lm agreement: *\([0-9]*\/[0-9]*\).*/\1/p' "$log" | head -1)
+    fi
+    printf "%-22s %-9s %-8s %s\n" "$lang" "${status%%:*}" "${toks:--}" "${agree:--}"
+  done
+fi
+for r in "${results[@]}" "${lm_results[@]}"; do
   case $r in *"|FAILED|"*) failed=1 ;; esac
 done
-for r in "${results[@]}"; do
+for r in "${results[@]}" "${lm_results[@]}"; do
   case $r in *"|missing: "*) IFS='|' read -r lang status _ <<<"$r"; echo "   not run: $lang (${status#missing: })" ;; esac
 done
 echo "done in $(elapsed)"
