@@ -435,9 +435,9 @@ static napi_value CallAsync(napi_env env, napi_callback_info info) {
   napi_value promise, name;
   if (!CheckStatus(env, napi_create_promise(env, &call->deferred, &promise))) return nullptr;
   napi_create_string_utf8(env, "polyffi.callAsync", NAPI_AUTO_LENGTH, &name);
-  if (!CheckStatus(env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, nullptr,
-                                                        nullptr, nullptr, FinishAsync,
-                                                        &call->tsfn))) {
+  if (!CheckStatus(
+          env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, nullptr, nullptr,
+                                               nullptr, FinishAsync, &call->tsfn))) {
     return nullptr;
   }
   if (on_submit_type == napi_function) call->cancel = std::make_shared<CancelBox>();

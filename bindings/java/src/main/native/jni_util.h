@@ -55,7 +55,7 @@ struct Globals {
   jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)
   jmethodID ffi_exception_init = nullptr;     // FFIException(String kind, String message)
   jclass async_call_class = nullptr;
-  jmethodID async_on_done = nullptr;  // void onDone(int, long, int, Object, String)
+  jmethodID async_on_done = nullptr;                  // void onDone(int, long, int, Object, String)
   jmethodID future_complete_exceptionally = nullptr;  // boolean completeExceptionally(Throwable)
   jfieldID frame_ret_code = nullptr;
   jfieldID frame_ret_value = nullptr;

@@ -35,10 +35,10 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
       !g.illegal_argument_class || !g.async_call_class) {
     return JNI_ERR;
   }
-  g.async_on_done = env->GetMethodID(g.async_call_class, "onDone",
-                                     "(IJILjava/lang/Object;Ljava/lang/String;)V");
-  g.future_complete_exceptionally = env->GetMethodID(g.async_call_class, "completeExceptionally",
-                                                     "(Ljava/lang/Throwable;)Z");
+  g.async_on_done =
+      env->GetMethodID(g.async_call_class, "onDone", "(IJILjava/lang/Object;Ljava/lang/String;)V");
+  g.future_complete_exceptionally =
+      env->GetMethodID(g.async_call_class, "completeExceptionally", "(Ljava/lang/Throwable;)Z");
   g.errors_from_native = env->GetStaticMethodID(g.errors_class, "fromNative",
                                                 "(Ljava/lang/String;)Ljava/lang/Throwable;");
   g.callbacks_invoke4 =

@@ -4,10 +4,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.UnaryOperator;
 
 /**
- * A call submitted to the core's worker pool (one per process, shared by every binding): the
- * future {@link Function#callAsync(Object...)} and {@link VirtualMachine#invokeAsync(String,
- * Object...)} return. The glue's completion, on a pool worker attached to the JVM, calls {@link
- * #onDone}; dependent stages without an executor of their own run there too.
+ * A call submitted to the core's worker pool (one per process, shared by every binding): the future
+ * {@link Function#callAsync(Object...)} and {@link VirtualMachine#invokeAsync(String, Object...)}
+ * return. The glue's completion, on a pool worker attached to the JVM, calls {@link #onDone};
+ * dependent stages without an executor of their own run there too.
  *
  * <p>{@code cancel(true)} cancels the core call: one not yet started never runs, a running model
  * stops at its next check (between graph nodes, VM instructions). {@code cancel(false)} only
@@ -34,9 +34,9 @@ final class AsyncCall extends CompletableFuture<Object> {
   }
 
   /**
-   * The completion, from the glue on the pool worker. status: 0 returned (value / code, or ref
-   * for a String or byte[] result); otherwise error holds "Kind: message". Never throws: the
-   * worker has nowhere to report to.
+   * The completion, from the glue on the pool worker. status: 0 returned (value / code, or ref for
+   * a String or byte[] result); otherwise error holds "Kind: message". Never throws: the worker has
+   * nowhere to report to.
    */
   void onDone(int status, long value, int code, Object ref, String error) {
     synchronized (this) {

@@ -117,9 +117,9 @@ public final class Function extends Handle {
 
   /**
    * Submits call(args) to the core's worker pool (one per process, shared by every binding): the
-   * arguments are converted now, the call runs on a pool worker and completes the future there.
-   * A full queue fails the future with an FFIException of kind QueueFullError; {@code
-   * cancel(true)} cancels the call (see {@link AsyncCall}).
+   * arguments are converted now, the call runs on a pool worker and completes the future there. A
+   * full queue fails the future with an FFIException of kind QueueFullError; {@code cancel(true)}
+   * cancels the call (see {@link AsyncCall}).
    */
   public CompletableFuture<Object> callAsync(Object... args) {
     return submitAsync(args.clone(), null);
@@ -156,8 +156,8 @@ public final class Function extends Handle {
   public record AsyncPool(int numWorkers, int queueLimit, int queued) {}
 
   /**
-   * Sizes the core's async pool: numWorkers before the first async call, queueLimit at any time;
-   * 0 keeps a setting. Negative: FFIException of kind ValueError.
+   * Sizes the core's async pool: numWorkers before the first async call, queueLimit at any time; 0
+   * keeps a setting. Negative: FFIException of kind ValueError.
    */
   public static AsyncPool configureAsync(int numWorkers, int queueLimit) {
     int[] v = Native.asyncConfigure(numWorkers, queueLimit);
