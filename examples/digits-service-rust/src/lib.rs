@@ -51,6 +51,12 @@ impl ApiError {
     }
 }
 
+/// POLYFFI_SERVE_SYNC=1: run models on the request's tokio worker, for comparison.
+fn sync_inference() -> bool {
+    static SYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SYNC.get_or_init(|| std::env::var("POLYFFI_SERVE_SYNC").is_ok_and(|v| v == "1"))
+}
+
 /// A refused submit: a full queue of the core's pool is 503 (retry later), anything else 400.
 fn infer_error(e: polyffi::Error) -> ApiError {
     if e.kind() == "QueueFullError" {
@@ -313,12 +319,14 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             ),
         };
         let arrays = request_arrays(m, &request, binary)?;
-        // On the core's worker pool: no tokio thread waits while the model runs.
-        let outputs = m
-            .infer_async(&arrays)
-            .map_err(infer_error)?
-            .await
-            .map_err(|e| ApiError::bad(e.to_string()))?;
+        // On the core's worker pool: no tokio thread waits while the model runs (unless
+        // POLYFFI_SERVE_SYNC=1, bench/async/serve.sh's contrast: on the tokio worker).
+        let outputs = if sync_inference() {
+            m.infer(&arrays)
+        } else {
+            m.infer_async(&arrays).map_err(infer_error)?.await
+        }
+        .map_err(|e| ApiError::bad(e.to_string()))?;
         let wanted: Vec<(usize, bool)> = match requested {
             None => (0..outputs.len()).map(|i| (i, all_binary)).collect(),
             Some(r) => r
