@@ -307,6 +307,23 @@ struct CancelBox {
   ~CancelBox() { TVMAsyncFree(handle); }
 };
 
+// Whether the call's thread-safe function still exists: Node deletes it when its environment is
+// torn down (a worker terminated) even while a pool worker still holds it, so the completion
+// checks this, under the lock, before using it.
+struct TsfnGuard {
+  std::mutex mu;
+  bool gone = false;
+};
+
+static void TsfnFinalized(napi_env, void* data, void*) {
+  auto* guard = static_cast<std::shared_ptr<TsfnGuard>*>(data);
+  {
+    std::lock_guard<std::mutex> lock((*guard)->mu);
+    (*guard)->gone = true;
+  }
+  delete guard;
+}
+
 struct AsyncCall {
   explicit AsyncCall(Instance* i) : inst(i), pack(i, /*async=*/true) {}
   Instance* inst;
@@ -315,6 +332,7 @@ struct AsyncCall {
   ArgPack pack;
   napi_deferred deferred = nullptr;
   napi_threadsafe_function tsfn = nullptr;
+  std::shared_ptr<TsfnGuard> guard = std::make_shared<TsfnGuard>();
   std::shared_ptr<CancelBox> cancel;  // only with a signal
   int status = kTVMAsyncReturned;
   TVMValue ret;
@@ -379,6 +397,12 @@ static void OnAsyncDone(int status, TVMValue* ret, int code, void* resource) {
   } else {
     call->text = TVMGetLastError();
   }
+  std::shared_ptr<TsfnGuard> guard = call->guard;
+  std::lock_guard<std::mutex> lock(guard->mu);
+  if (guard->gone) {
+    FinishAsync(nullptr, nullptr, nullptr, call);  // the environment has been torn down
+    return;
+  }
   napi_threadsafe_function tsfn = call->tsfn;
   if (napi_call_threadsafe_function(tsfn, call, napi_tsfn_nonblocking) != napi_ok) {
     FinishAsync(nullptr, nullptr, nullptr, call);  // closing: the environment is going away
@@ -435,9 +459,11 @@ static napi_value CallAsync(napi_env env, napi_callback_info info) {
   napi_value promise, name;
   if (!CheckStatus(env, napi_create_promise(env, &call->deferred, &promise))) return nullptr;
   napi_create_string_utf8(env, "polyffi.callAsync", NAPI_AUTO_LENGTH, &name);
+  auto* finalize_guard = new std::shared_ptr<TsfnGuard>(call->guard);
   if (!CheckStatus(
-          env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, nullptr, nullptr,
-                                               nullptr, FinishAsync, &call->tsfn))) {
+          env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, finalize_guard,
+                                               TsfnFinalized, nullptr, FinishAsync, &call->tsfn))) {
+    delete finalize_guard;
     return nullptr;
   }
   if (on_submit_type == napi_function) call->cancel = std::make_shared<CancelBox>();
