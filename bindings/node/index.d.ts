@@ -16,12 +16,18 @@ export type Result =
 
 export declare const version: string;
 export declare function runtimeVersion(): string;
+/** Sizes the core's async pool (workers before the first async call; 0 keeps a setting). */
+export declare function configureAsync(numWorkers?: number, queueLimit?: number):
+  { numWorkers: number; queueLimit: number; queued: number };
 
 /** A runtime function, callable like a JS function. */
 export interface PackedFunc {
   (...args: Arg[]): any;
-  /** Runs the call on the libuv pool; the event loop stays free. */
+  /** Runs the call on the core's worker pool; the event loop stays free. A full queue rejects
+   *  with an FFIError of kind QueueFullError. */
   callAsync(...args: Arg[]): Promise<any>;
+  /** callAsync that `signal` cancels (rejects with an FFIError of kind CancelledError). */
+  callAsyncWithSignal(signal: AbortSignal | undefined, ...args: Arg[]): Promise<any>;
   /** Releases the handle; later calls throw an FFIError of kind ValueError. */
   dispose(): void;
   readonly disposed: boolean;
@@ -161,12 +167,12 @@ export declare class GraphModule {
   /** Stateless run: inputs by position or as { name: array }; every output, new. */
   infer(...inputs: (NDArray | NodeJS.TypedArray)[]): NDArray[];
   infer(named: Record<string, NDArray | NodeJS.TypedArray>): NDArray[];
-  /** infer() on the libuv pool: concurrent calls run in parallel. */
+  /** infer() on the core's worker pool: concurrent calls run in parallel. */
   inferAsync(...inputs: (NDArray | NodeJS.TypedArray)[]): Promise<NDArray[]>;
   inferAsync(named: Record<string, NDArray | NodeJS.TypedArray>): Promise<NDArray[]>;
   setInput(nameOrIndex: string | number, array: NDArray | NodeJS.TypedArray): this;
   run(): void;
-  runAsync(): Promise<void>;
+  runAsync(options?: { signal?: AbortSignal }): Promise<void>;
   getOutput(index: number): NDArray;
   getOutput<T extends NDArray | NodeJS.TypedArray>(index: number, out: T): T;
   getNumOutputs(): number;

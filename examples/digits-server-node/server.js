@@ -13,14 +13,16 @@
 // GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors: {"error": "..."}
 // with 400 (the binding's typed error, "ValueError: ...") or 404 (unknown model or route).
 // Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
-// Models run with inferAsync / invokeAsync on the libuv pool over the core's stateless model
+// Models run with inferAsync / invokeAsync on the core's async pool over its stateless model
 // runners, so concurrent requests share one loaded model and the event loop keeps answering.
+// POLYFFI_SERVE_SYNC=1 runs them on the event loop instead (bench/async/serve.sh compares both).
 //
 // A subfolder NAME/ holding lm-config.json is a language model (docs/lm.md), served as NAME over
 // OpenAI's completions API: GET /v1/models, GET /v1/models/NAME, POST /v1/completions (with
 // `stream: true`: server-sent events, one per token, written as each token is generated). Each
-// step runs on the libuv pool (the Generation's async iterator); generations beyond the model's
-// KV cache batch size wait for a free slot. Errors: OpenAI's {"error": {...}} with 400 or 404.
+// step runs on the core's async pool (the Generation's async iterator); generations beyond the
+// model's KV cache batch size wait for a free slot. Errors: OpenAI's {"error": {...}} with 400 or
+// 404.
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -34,6 +36,7 @@ const ffi = (() => {
 })();
 
 const MAX_BODY = 64 * 1024 * 1024;
+const SYNC_INFER = process.env.POLYFFI_SERVE_SYNC === '1';
 
 // OIP datatype -> [TVM dtype, TypedArray]; FP16 has no TypedArray in the Node versions we support.
 const DATATYPES = {
@@ -88,7 +91,7 @@ function loadGraph(name, gm) {
     run: async (arrays) => {
       const named = {};
       sig.inputs.forEach((t, i) => { named[t.name] = arrays[i]; });
-      return gm.inferAsync(named);
+      return SYNC_INFER ? gm.infer(named) : gm.inferAsync(named);
     },
   };
 }
@@ -104,7 +107,8 @@ function loadVm(name, lib) {
   const flatten = (r) => (Array.isArray(r) ? r.flatMap(flatten) : [r]);
   return {
     name, kind: 'relax_vm', inputs: sig.inputs, outputs: sig.outputs,
-    run: async (arrays) => flatten(await vm.invokeAsync(fn, ...arrays)),
+    run: async (arrays) =>
+      flatten(SYNC_INFER ? vm.invoke(fn, ...arrays) : await vm.invokeAsync(fn, ...arrays)),
   };
 }
 

@@ -42,6 +42,8 @@ from aiohttp import web
 import polyffi
 
 # OIP tensor datatypes <-> TVM dtype strings.
+# POLYFFI_SERVE_SYNC=1 runs models on the event loop instead of the thread pool, for comparison.
+SYNC_INFER = os.environ.get("POLYFFI_SERVE_SYNC") == "1"
 OIP_OF_DTYPE = {
     "bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
     "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
@@ -454,7 +456,10 @@ def create_app(models: Dict[str, Model], workers: int = 4,
         arrays = parse_inputs(model, body, blob)
         loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(pool, model.run, arrays)
+            if SYNC_INFER:  # on the event loop: bench/async/serve.sh's contrast
+                results = model.run(arrays)
+            else:
+                results = await loop.run_in_executor(pool, model.run, arrays)
         except Exception as e:  # the binding's typed error: TypeError, ValueError, TVMError...
             raise RequestError(400, f"{type(e).__name__}: {e}") from e
         doc, blobs = build_response(model, body, results)

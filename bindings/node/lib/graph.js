@@ -3,7 +3,7 @@
 // pass as zero-copy views shaped like the executor's own input / output.
 // GraphModule.fromFactory is backed by the core's model runner (polyffi.runner.graph): infer /
 // inferAsync are stateless (inputs in, outputs out) and run on an executor of the runner's pool,
-// which share the weights, so concurrent inferAsync calls run in parallel on the libuv pool.
+// which share the weights, so concurrent inferAsync calls run in parallel on the core's worker pool.
 const { getGlobalFunc, Module } = require('./registry');
 const { FFIError } = require('./errors');
 const { NDArray, nd } = require('./ndarray');
@@ -56,7 +56,7 @@ class GraphModule {
     } finally {
       names.dispose();
     }
-    // The old runner may have calls in flight on the libuv pool: released in dispose().
+    // The old runner may have calls in flight on the core's worker pool: released in dispose().
     if (this.runner) this._retired.push(this._infer, this.runner);
     this._infer = runner.getFunction('run');
     this.runner = runner;
@@ -157,7 +157,7 @@ class GraphModule {
     }
   }
 
-  /** infer() on the libuv pool: concurrent calls run in parallel. */
+  /** infer() on the core's worker pool: concurrent calls run in parallel. */
   async inferAsync(...inputs) {
     const temps = [];
     try {
@@ -219,9 +219,10 @@ class GraphModule {
     this._run();
   }
 
-  /** run() on the libuv pool: the event loop stays free while the model runs. */
-  runAsync() {
-    return this._run.callAsync();
+  /** run() on the core's worker pool: the event loop stays free while the model runs. An
+   *  AbortSignal in `signal` stops it between nodes (rejects with kind CancelledError). */
+  runAsync({ signal } = {}) {
+    return this._run.callAsyncWithSignal(signal);
   }
 
   /** Output `index` as an NDArray, or copied into `out` (an NDArray or TypedArray). */

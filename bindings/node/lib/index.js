@@ -62,4 +62,9 @@ module.exports = {
   exactNumbers: (on) => native.setExactNumbers(on),
   /** The address of a handle: equal for the same runtime object. */
   handleAddress: (x) => native.handleAddress(x),
+  /** Sizes the core's async pool (0 keeps a setting); returns its settings and load. */
+  configureAsync: (numWorkers = 0, queueLimit = 0) => {
+    const [workers, limit, queued] = native.configureAsync(numWorkers, queueLimit);
+    return { numWorkers: workers, queueLimit: limit, queued };
+  },
 };

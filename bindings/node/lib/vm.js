@@ -6,7 +6,7 @@
 // Calls run on the core's model runner (polyffi.runner.vm), which owns the VM protocol, stages
 // what TVM's kernels could not take as it is (misaligned or borrowed memory is copied into an
 // aligned array the call owns) and runs each call on a VM of its own pool: invoke / invokeAsync
-// are stateless, so many async calls on one VirtualMachine run in parallel on the libuv pool.
+// are stateless, so many async calls on one VirtualMachine run in parallel on the core's worker pool.
 // TypedArrays are 1-D (shape them with ffi.nd.array(ta, shape)). Results: an NDArray, or a JS
 // array for a relax Tuple. A result holds its own storage, so it stays valid after the next call.
 const { FFIError } = require('./errors');
@@ -124,7 +124,7 @@ class VirtualMachine {
     return callRun(this._run, name, args);
   }
 
-  /** invoke() on the libuv pool: the event loop stays free; concurrent calls run in parallel. */
+  /** invoke() on the core's worker pool: the event loop stays free; concurrent calls run in parallel. */
   invokeAsync(name, ...args) {
     try {
       this._function(name);

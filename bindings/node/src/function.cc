@@ -1,6 +1,7 @@
 // PackedFunc: a callable JS function over a function handle; synchronous calls on the JS thread
-// and callAsync on the libuv pool. Also the handle wrappers every other kind shares.
+// and callAsync on the core's worker pool. Also the handle wrappers every other kind shares.
 #include <polyffi/binding_common.h>
+#include <polyffi/c_async_api.h>
 
 #include <cstring>
 
@@ -294,8 +295,34 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
 
 // ---- callAsync
 // ------------------------------------------------------------------------------------------
-// Arguments are converted (and what they lend kept alive) on the JS thread, the call runs on the
-// libuv pool, and the result is converted back on the JS thread.
+// Arguments are converted (and what they lend kept alive) on the JS thread, the call is submitted
+// to the core's worker pool (TVMAsyncSubmit), and its completion, on a pool worker, hands the
+// result to the JS thread through a thread-safe function of the call's own, which also keeps the
+// event loop alive while the call is in flight. A signal's abort maps to TVMAsyncCancel.
+
+// Shared by the call and an abort listener, which may outlive it; freed by whichever goes last.
+struct CancelBox {
+  std::mutex mu;
+  TVMAsyncCallHandle handle = nullptr;
+  ~CancelBox() { TVMAsyncFree(handle); }
+};
+
+// Whether the call's thread-safe function still exists: Node deletes it when its environment is
+// torn down (a worker terminated) even while a pool worker still holds it, so the completion
+// checks this, under the lock, before using it.
+struct TsfnGuard {
+  std::mutex mu;
+  bool gone = false;
+};
+
+static void TsfnFinalized(napi_env, void* data, void*) {
+  auto* guard = static_cast<std::shared_ptr<TsfnGuard>*>(data);
+  {
+    std::lock_guard<std::mutex> lock((*guard)->mu);
+    (*guard)->gone = true;
+  }
+  delete guard;
+}
 
 struct AsyncCall {
   explicit AsyncCall(Instance* i) : inst(i), pack(i, /*async=*/true) {}
@@ -304,37 +331,36 @@ struct AsyncCall {
   napi_ref fn_ref = nullptr;
   ArgPack pack;
   napi_deferred deferred = nullptr;
-  napi_async_work work = nullptr;
-  void* handle = nullptr;
-  int rc = 0;
+  napi_threadsafe_function tsfn = nullptr;
+  std::shared_ptr<TsfnGuard> guard = std::make_shared<TsfnGuard>();
+  std::shared_ptr<CancelBox> cancel;  // only with a signal
+  int status = kTVMAsyncReturned;
   TVMValue ret;
   int code = kTVMNullptr;
-  std::string text;  // error text, or a str/bytes result copied off the pool thread
+  std::string text;  // error text, or a str/bytes result copied off the worker
 };
 
-static void ExecuteAsync(napi_env, void* data) {
-  auto* call = static_cast<AsyncCall*>(data);
-  call->rc = TVMFuncCall(call->handle, call->pack.values(), call->pack.codes(), call->pack.size(),
-                         &call->ret, &call->code);
-  if (call->rc != 0) {
-    call->text = TVMGetLastError();
-  } else if (call->code == kTVMStr) {
-    call->text = call->ret.v_str;
-  } else if (call->code == kTVMBytes) {
-    auto* arr = static_cast<TVMByteArray*>(call->ret.v_handle);
-    call->text.assign(arr->data, arr->size);
-  }
+static bool IsObjectCode(int code) {
+  return code == kTVMPackedFuncHandle || code == kTVMModuleHandle || code == kTVMNDArrayHandle ||
+         code == kTVMObjectHandle;
 }
 
-static void CompleteAsync(napi_env env, napi_status status, void* data) {
+// On the JS thread (env set), or with env == nullptr when the environment is gone: then only
+// what libpolyffi owns is released; the JS references went with the environment.
+static void FinishAsync(napi_env env, napi_value, void*, void* data) {
   std::unique_ptr<AsyncCall> call(static_cast<AsyncCall*>(data));
+  if (env == nullptr) {
+    if (call->status == kTVMAsyncReturned && IsObjectCode(call->code)) {
+      FreeHandle(call->ret.v_handle, call->code);
+    }
+    call.release();  // its napi references belong to the torn-down environment
+    return;
+  }
   Instance* inst = call->inst;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
   napi_value result = nullptr, error = nullptr;
-  if (status != napi_ok) {
-    error = MakeFFIError(env, inst, "RuntimeError: polyffi: callAsync was cancelled");
-  } else if (call->rc != 0) {
+  if (call->status != kTVMAsyncReturned) {
     RejectOrThrowText(env, inst, call->text, &error);
   } else if (call->code == kTVMStr) {
     napi_create_string_utf8(env, call->text.data(), call->text.size(), &result);
@@ -352,15 +378,70 @@ static void CompleteAsync(napi_env env, napi_status status, void* data) {
   } else {
     napi_resolve_deferred(env, call->deferred, result);
   }
-  napi_delete_async_work(env, call->work);
   napi_close_handle_scope(env, scope);
 }
 
-// native.callAsync(fn, ...args) -> Promise
+// The completion, on a pool worker: copy what is thread-local, then hand over to the JS thread.
+static void OnAsyncDone(int status, TVMValue* ret, int code, void* resource) {
+  auto* call = static_cast<AsyncCall*>(resource);
+  call->status = status;
+  if (status == kTVMAsyncReturned) {
+    call->ret = *ret;
+    call->code = code;
+    if (code == kTVMStr) {
+      call->text = ret->v_str;
+    } else if (code == kTVMBytes) {
+      auto* arr = static_cast<TVMByteArray*>(ret->v_handle);
+      call->text.assign(arr->data, arr->size);
+    }
+  } else {
+    call->text = TVMGetLastError();
+  }
+  std::shared_ptr<TsfnGuard> guard = call->guard;
+  std::lock_guard<std::mutex> lock(guard->mu);
+  if (guard->gone) {
+    FinishAsync(nullptr, nullptr, nullptr, call);  // the environment has been torn down
+    return;
+  }
+  napi_threadsafe_function tsfn = call->tsfn;
+  if (napi_call_threadsafe_function(tsfn, call, napi_tsfn_nonblocking) != napi_ok) {
+    FinishAsync(nullptr, nullptr, nullptr, call);  // closing: the environment is going away
+  }
+  napi_release_threadsafe_function(tsfn, napi_tsfn_release);
+}
+
+// The abort listener: data is a napi_external holding the call's CancelBox.
+static napi_value AbortCall(napi_env env, napi_callback_info info) {
+  void* data = nullptr;
+  napi_get_cb_info(env, info, nullptr, nullptr, nullptr, &data);
+  auto* box = static_cast<std::shared_ptr<CancelBox>*>(data);
+  std::lock_guard<std::mutex> lock((*box)->mu);
+  if ((*box)->handle != nullptr) TVMAsyncCancel((*box)->handle, nullptr);
+  return nullptr;
+}
+
+static void DeleteCancelBox(napi_env, void* data, void*) {
+  delete static_cast<std::shared_ptr<CancelBox>*>(data);
+}
+
+// A JS function that cancels the call, for signal.addEventListener('abort', ...).
+static napi_value MakeAbortListener(napi_env env, const std::shared_ptr<CancelBox>& box) {
+  auto* held = new std::shared_ptr<CancelBox>(box);
+  napi_value fn;
+  if (napi_create_function(env, "abort", NAPI_AUTO_LENGTH, AbortCall, held, &fn) != napi_ok) {
+    delete held;
+    return nullptr;
+  }
+  napi_add_finalizer(env, fn, held, DeleteCancelBox, nullptr, nullptr);
+  return fn;
+}
+
+// native.callAsync(fn, onSubmit, ...args) -> Promise. onSubmit, when a function, receives a
+// function that cancels the call (the caller wires it to an AbortSignal); else undefined/null.
 static napi_value CallAsync(napi_env env, napi_callback_info info) {
   size_t argc = 0;
   napi_get_cb_info(env, info, &argc, nullptr, nullptr, nullptr);
-  std::vector<napi_value> argv(argc > 0 ? argc : 1);
+  std::vector<napi_value> argv(argc > 1 ? argc : 2);
   napi_get_cb_info(env, info, &argc, argv.data(), nullptr, nullptr);
   Instance* inst = GetInstance(env);
   Ref* ref = argc > 0 ? RefOf(env, argv[0]) : nullptr;
@@ -370,27 +451,77 @@ static napi_value CallAsync(napi_env env, napi_callback_info info) {
   if (ref->handle == nullptr) {
     return ThrowFFIError(env, inst, "ValueError", "polyffi: PackedFunc used after dispose()");
   }
+  napi_valuetype on_submit_type = napi_undefined;
+  if (argc > 1) napi_typeof(env, argv[1], &on_submit_type);
   auto call = std::make_unique<AsyncCall>(inst);
-  if (!call->pack.SetAll(env, argc - 1, argv.data() + 1)) return nullptr;
+  size_t first = argc > 1 ? 2 : argc;
+  if (!call->pack.SetAll(env, argc - first, argv.data() + first)) return nullptr;
   napi_value promise, name;
   if (!CheckStatus(env, napi_create_promise(env, &call->deferred, &promise))) return nullptr;
   napi_create_string_utf8(env, "polyffi.callAsync", NAPI_AUTO_LENGTH, &name);
-  if (!CheckStatus(env, napi_create_async_work(env, nullptr, name, ExecuteAsync, CompleteAsync,
-                                               call.get(), &call->work))) {
+  auto* finalize_guard = new std::shared_ptr<TsfnGuard>(call->guard);
+  if (!CheckStatus(
+          env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, finalize_guard,
+                                               TsfnFinalized, nullptr, FinishAsync, &call->tsfn))) {
+    delete finalize_guard;
     return nullptr;
+  }
+  if (on_submit_type == napi_function) call->cancel = std::make_shared<CancelBox>();
+  TVMAsyncCallHandle handle = nullptr;
+  if (TVMAsyncSubmit(ref->handle, call->pack.values(), call->pack.codes(), call->pack.size(),
+                     OnAsyncDone, call.get(), call->cancel ? &handle : nullptr) != 0) {
+    // Nothing was queued: a full queue (QueueFullError) or a bad argument, as a rejection.
+    napi_value error = MakeFFIError(env, inst, TVMGetLastError());
+    napi_release_threadsafe_function(call->tsfn, napi_tsfn_abort);
+    call->pack.Release();
+    napi_reject_deferred(env, call->deferred, error);
+    return promise;
   }
   napi_create_reference(env, argv[0], 1, &call->fn_ref);
   call->ref = ref;
-  call->handle = ref->handle;
   ++ref->pins;
-  if (napi_queue_async_work(env, call->work) != napi_ok) {
-    Unpin(ref);
-    napi_delete_reference(env, call->fn_ref);
-    napi_delete_async_work(env, call->work);
-    return ThrowFFIError(env, inst, "RuntimeError", "polyffi: cannot queue callAsync");
+  if (call->cancel) {
+    {
+      std::lock_guard<std::mutex> lock(call->cancel->mu);
+      call->cancel->handle = handle;
+    }
+    napi_value abort = MakeAbortListener(env, call->cancel);
+    call.release();  // owned by the completion from here on
+    if (abort == nullptr) return promise;
+    napi_value ignored;
+    napi_call_function(env, argv[1], argv[1], 1, &abort, &ignored);
+    return promise;
   }
   call.release();
   return promise;
+}
+
+// native.configureAsync(numWorkers, queueLimit) -> [numWorkers, queueLimit, queued]; 0 keeps a
+// setting (TVMAsyncConfigure), so (0, 0) only reads them.
+static napi_value ConfigureAsync(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int32_t settings[2] = {0, 0};
+  for (size_t i = 0; i < argc && i < 2; ++i) {
+    if (napi_get_value_int32(env, argv[i], &settings[i]) != napi_ok) {
+      return ThrowType(env, "polyffi: configureAsync takes two integers");
+    }
+  }
+  Instance* inst = GetInstance(env);
+  int workers = 0, limit = 0, queued = 0;
+  if (TVMAsyncConfigure(settings[0], settings[1]) != 0 ||
+      TVMAsyncGetConfig(&workers, &limit, &queued) != 0) {
+    return ThrowLastError(env, inst);
+  }
+  napi_value out, v;
+  napi_create_array_with_length(env, 3, &out);
+  const int values[3] = {workers, limit, queued};
+  for (uint32_t i = 0; i < 3; ++i) {
+    napi_create_int32(env, values[i], &v);
+    napi_set_element(env, out, i, v);
+  }
+  return out;
 }
 
 // native.dispose(x): release the handle now; later use is an error. Unless a callAsync still
@@ -447,6 +578,7 @@ void InitFunction(Napi::Env env, Napi::Object exports) {
   napi_define_class(env, "Handle", NAPI_AUTO_LENGTH, HandleCtor, nullptr, 0, nullptr, &handle_cls);
   exports.Set("Handle", Napi::Value(env, handle_cls));
   SetRaw(env, exports, "callAsync", CallAsync);
+  SetRaw(env, exports, "configureAsync", ConfigureAsync);
   SetRaw(env, exports, "dispose", Dispose);
   SetRaw(env, exports, "isDisposed", IsDisposed);
   SetRaw(env, exports, "handleAddress", HandleAddress);

@@ -62,7 +62,7 @@ test('a callback called from a native thread runs on the JS thread during callAs
   assert.deepStrictEqual(seen, [true]);
 });
 
-test('callbacks from the libuv pool thread itself (testing.call_n under callAsync)', async () => {
+test('callbacks from the pool worker itself (testing.call_n under callAsync)', async () => {
   const callN = ffi.getGlobalFunc('testing.call_n');
   let calls = 0;
   const total = await callN.callAsync((i) => { calls += 1; return i; }, 100);
@@ -97,3 +97,63 @@ test('many concurrent async calls with callbacks from threads', async () => {
     onThread.callAsync((x) => x * 2, i)));
   assert.deepStrictEqual(results, Array.from({ length: 16 }, (_, i) => i * 2));
 });
+
+// The core's pool: every worker held by a testing.sleep_ms call (long enough that none ends
+// before the test has queued what it needs), returned once they have all started.
+async function holdWorkers(ms) {
+  const { numWorkers } = ffi.configureAsync();
+  const holds = Array.from({ length: numWorkers }, () => sleep.callAsync(ms));
+  while (ffi.configureAsync().queued > 0) await new Promise((r) => setImmediate(r));
+  return holds;
+}
+
+test('configureAsync reports the core pool and rejects a negative setting', () => {
+  const { numWorkers, queueLimit, queued } = ffi.configureAsync();
+  assert.ok(numWorkers >= 1);
+  assert.strictEqual(queueLimit, 1024);
+  assert.strictEqual(queued, 0);
+  assert.throws(() => ffi.configureAsync(0, -1),
+    (e) => e instanceof ffi.FFIError && e.kind === 'ValueError');
+  assert.throws(() => ffi.configureAsync('x'), TypeError);
+});
+
+test('a full queue rejects with an FFIError of kind QueueFullError', async () => {
+  const holds = await holdWorkers(300);
+  ffi.configureAsync(0, 1);
+  try {
+    const add = ffi.getGlobalFunc('testing.add');
+    const queued = add.callAsync(1, 2);
+    await assert.rejects(add.callAsync(3, 4),
+      (e) => e instanceof ffi.FFIError && e.kind === 'QueueFullError' && /limit of 1/.test(e.message));
+    assert.strictEqual(await queued, 3);
+  } finally {
+    ffi.configureAsync(0, 1024);
+    await Promise.all(holds);
+  }
+});
+
+test('aborting a call that has not started: it never runs, CancelledError', async () => {
+  const holds = await holdWorkers(300);
+  const apply = ffi.getGlobalFunc('testing.apply');
+  let ran = false;
+  const controller = new AbortController();
+  const late = apply.callAsyncWithSignal(controller.signal, () => { ran = true; return 1; });
+  assert.strictEqual(ffi.configureAsync().queued, 1);
+  controller.abort();
+  await assert.rejects(late, (e) => e instanceof ffi.FFIError && e.kind === 'CancelledError');
+  assert.strictEqual(ffi.configureAsync().queued, 0);
+  await Promise.all(holds);
+  assert.strictEqual(ran, false);
+});
+
+test('an already aborted signal rejects without submitting; no signal or a late abort changes nothing',
+  async () => {
+    const add = ffi.getGlobalFunc('testing.add');
+    const aborted = AbortSignal.abort();
+    await assert.rejects(add.callAsyncWithSignal(aborted, 1, 2),
+      (e) => e instanceof ffi.FFIError && e.kind === 'CancelledError');
+    assert.strictEqual(await add.callAsyncWithSignal(undefined, 1, 2), 3);
+    const controller = new AbortController();
+    assert.strictEqual(await add.callAsyncWithSignal(controller.signal, 5, 6), 11);
+    controller.abort();  // after completion: nothing left to cancel
+  });

@@ -8,6 +8,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
 #include "polyffi/async.h"
 #include "polyffi/error.h"
 #include "polyffi/function.h"
@@ -117,6 +121,11 @@ class Pool {
   }
 
   void WorkerLoop() {
+#if defined(__linux__)
+    // Named so that tools (top -H, debuggers) and the bindings (the JVM attaches pool workers
+    // under this name) can tell the pool's threads apart.
+    pthread_setname_np(pthread_self(), "polyffi-async");
+#endif
     for (;;) {
       Call* call;
       {

@@ -18,7 +18,8 @@
 //! API under `/v1` ([`completions`]).
 //!
 //! Every model is loaded once; its runner's calls are stateless and thread-safe, so requests run
-//! at once on one shared model, on tokio's blocking pool (`spawn_blocking`).
+//! at once on one shared model, on the core's async worker pool (`infer_async`): no tokio thread
+//! waits while a model runs, and a full pool queue is a 503.
 pub mod completions;
 pub mod models;
 pub mod tensor;
@@ -52,6 +53,21 @@ pub struct ApiError(pub StatusCode, pub String);
 impl ApiError {
     fn bad(message: impl Into<String>) -> ApiError {
         ApiError(StatusCode::BAD_REQUEST, message.into())
+    }
+}
+
+/// POLYFFI_SERVE_SYNC=1: run models on the request's tokio worker, for comparison.
+fn sync_inference() -> bool {
+    static SYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SYNC.get_or_init(|| std::env::var("POLYFFI_SERVE_SYNC").is_ok_and(|v| v == "1"))
+}
+
+/// A refused submit: a full queue of the core's pool is 503 (retry later), anything else 400.
+fn infer_error(e: polyffi::Error) -> ApiError {
+    if e.kind() == "QueueFullError" {
+        ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+    } else {
+        ApiError::bad(e.to_string())
     }
 }
 
@@ -308,17 +324,14 @@ async fn infer(models: Models, name: String, headers: HeaderMap, body: Bytes) ->
             ),
         };
         let arrays = request_arrays(m, &request, binary)?;
-        let models2 = models.clone();
-        let name2 = name.clone();
-        let outputs = tokio::task::spawn_blocking(move || models2[&name2].infer(&arrays))
-            .await
-            .map_err(|e| {
-                ApiError(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("inference task: {e}"),
-                )
-            })?
-            .map_err(|e| ApiError::bad(e.to_string()))?;
+        // On the core's worker pool: no tokio thread waits while the model runs (unless
+        // POLYFFI_SERVE_SYNC=1, bench/async/serve.sh's contrast: on the tokio worker).
+        let outputs = if sync_inference() {
+            m.infer(&arrays)
+        } else {
+            m.infer_async(&arrays).map_err(infer_error)?.await
+        }
+        .map_err(|e| ApiError::bad(e.to_string()))?;
         let wanted: Vec<(usize, bool)> = match requested {
             None => (0..outputs.len()).map(|i| (i, all_binary)).collect(),
             Some(r) => r

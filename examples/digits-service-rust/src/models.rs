@@ -143,6 +143,35 @@ impl Model {
     }
 }
 
+impl Model {
+    /// [`Model::infer`] on the core's worker pool: submitted now (a full queue is an `Err` of
+    /// kind `QueueFullError` here), the returned future borrows nothing and blocks no thread.
+    pub fn infer_async(
+        &self,
+        inputs: &[NDArray],
+    ) -> polyffi::Result<impl std::future::Future<Output = polyffi::Result<Vec<NDArray>>> + Send>
+    {
+        enum Call<G, V> {
+            Graph(G),
+            Vm(V),
+        }
+        let call = match &self.runner {
+            Runner::Graph(gm) => Call::Graph(gm.infer_async(inputs)?),
+            Runner::Vm { vm, function } => Call::Vm(vm.invoke_async(function, inputs)?),
+        };
+        Ok(async move {
+            match call {
+                Call::Graph(f) => f.await,
+                Call::Vm(f) => {
+                    let mut out = Vec::new();
+                    flatten(f.await?, &mut out)?;
+                    Ok(out)
+                }
+            }
+        })
+    }
+}
+
 /// The tensors of a result, a relax tuple (nested or not) flattened in order.
 fn flatten(o: Output, out: &mut Vec<NDArray>) -> polyffi::Result<()> {
     if o.is_tuple() {

@@ -122,6 +122,18 @@ impl GraphModule {
         outputs(crate::vm::call_staged(&self.runner_run()?, &[], inputs)?)
     }
 
+    /// [`infer`](Self::infer) on the core's worker pool: the arrays are retained until the call
+    /// ends, so the future borrows nothing (`Send + 'static`; any executor). Submitted here: a
+    /// full queue is an `Err` of kind `QueueFullError` at once, not from the future.
+    pub fn infer_async(
+        &self,
+        inputs: &[NDArray],
+    ) -> Result<impl std::future::Future<Output = Result<Vec<NDArray>>> + Send + 'static> {
+        let args: Vec<Value> = inputs.iter().cloned().map(Value::NDArray).collect();
+        let call = self.runner_run()?.call_async(&args)?;
+        Ok(async move { outputs(call.await?) })
+    }
+
     /// As [`infer`](Self::infer) with inputs by name.
     pub fn infer_named(&self, inputs: &[(&str, &dyn VmArg)]) -> Result<Vec<NDArray>> {
         let run = self.runner_run()?;

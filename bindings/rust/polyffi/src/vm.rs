@@ -425,6 +425,22 @@ impl VirtualMachine {
         self.function(name)?.call(args)
     }
 
+    /// [`invoke`](Self::invoke) on the core's worker pool, on owned arrays (retained until the
+    /// call ends, so the future borrows nothing: `Send + 'static`). A missing function or a full
+    /// queue (`QueueFullError`) is an `Err` here, at submit.
+    pub fn invoke_async(
+        &self,
+        name: &str,
+        args: &[NDArray],
+    ) -> Result<impl std::future::Future<Output = Result<Output>> + Send + 'static> {
+        let f = self.function(name)?;
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.push(f.name.clone());
+        all.extend(args.iter().cloned().map(Value::NDArray));
+        let call = f.run.call_async(&all)?;
+        Ok(async move { Output::from_value(call.await?) })
+    }
+
     fn builtin(&self, name: &str) -> Result<Function> {
         self.module.function(name)
     }

@@ -169,3 +169,50 @@ fn runner_types_are_send_and_sync() {
     check::<VirtualMachine>();
     check::<GraphModule>();
 }
+
+/// Every case submitted at once to the core's pool: each future resolves to what the
+/// synchronous call returns for the same inputs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_infer_and_invoke_equal_the_synchronous_calls() {
+    let dir = fixtures().join("tvm018/digits_b1");
+    let io = read_json(dir.join("io.json"));
+    let gm = GraphModule::from_factory(
+        &Module::load(dir.join("factory.so")).unwrap(),
+        Device::cpu(0),
+    )
+    .unwrap();
+    let cases: Vec<_> = (0..6).map(|k| variant(&dir, &io["inputs"], k)).collect();
+    let futures: Vec<_> = cases.iter().map(|c| gm.infer_async(c).unwrap()).collect();
+    for (c, f) in cases.iter().zip(futures) {
+        assert_eq!(
+            bytes_of(&f.await.unwrap()),
+            bytes_of(&gm.infer(&args(c)).unwrap())
+        );
+    }
+
+    let dir = fixtures().join("tvm027/relax/two_outputs");
+    let run = &read_json(dir.join("io.json"))["runs"][0];
+    let lib = Module::load(
+        fixtures()
+            .join("tvm027/relax")
+            .join(run["library"].as_str().unwrap()),
+    )
+    .unwrap();
+    let vm = VirtualMachine::new(&lib, Device::cpu(0)).unwrap();
+    let cases: Vec<_> = (0..6).map(|k| variant(&dir, &run["inputs"], k)).collect();
+    let futures: Vec<_> = cases
+        .iter()
+        .map(|c| vm.invoke_async("forward", c).unwrap())
+        .collect();
+    for (c, f) in cases.iter().zip(futures) {
+        let got = f.await.unwrap().into_tensors().unwrap();
+        let want = vm
+            .invoke("forward", &args(c))
+            .unwrap()
+            .into_tensors()
+            .unwrap();
+        assert_eq!(bytes_of(&got), bytes_of(&want));
+    }
+    let missing = vm.invoke_async("backward", &[]).err().unwrap();
+    assert_eq!(missing.kind(), "AttributeError", "{missing}");
+}

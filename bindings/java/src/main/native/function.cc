@@ -1,5 +1,6 @@
 // The "function" part: TVMFuncCall from Java. The generic path unpacks the slots Values.java
 // filled; the primitive paths put jlong / jdouble straight into stack TVMValue arrays.
+#include <polyffi/c_async_api.h>
 #include <polyffi/type_code_name.h>
 
 #include "jni_util.h"
@@ -92,6 +93,33 @@ jdouble CallDoubles(JNIEnv* env, jlong fn, const jdouble (&a)[N]) {
   return DoubleResult(env, rc, ret, code);
 }
 
+// Fills the str / bytes slots of a frame from refs (UTF-8 and TVMByteArray in arena / bytes).
+void FillStrings(JNIEnv* env, TVMValue* vals, const int* codes, jobjectArray refs, int n,
+                 Arena* arena, TVMByteArray* inline_bytes, std::vector<TVMByteArray>* heap_bytes) {
+  TVMByteArray* bytes = inline_bytes;
+  if (n > kInlineArgs) {
+    heap_bytes->resize(n);
+    bytes = heap_bytes->data();
+  }
+  for (int i = 0; i < n; ++i) {
+    int c = codes[i];
+    if (c == kStr) {
+      auto* s = static_cast<jstring>(env->GetObjectArrayElement(refs, i));
+      vals[i].v_str = ToUtf8(env, s, arena);
+      env->DeleteLocalRef(s);
+    } else if (c == kBytes) {
+      auto* b = static_cast<jbyteArray>(env->GetObjectArrayElement(refs, i));
+      jsize len = env->GetArrayLength(b);
+      char* data = arena->Alloc(static_cast<size_t>(len) + 1);
+      env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(data));
+      env->DeleteLocalRef(b);
+      bytes[i].data = data;
+      bytes[i].size = static_cast<size_t>(len);
+      vals[i].v_handle = &bytes[i];
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_address(JNIEnv* env, jclass,
@@ -111,28 +139,7 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, j
   Arena arena;
   TVMByteArray inline_bytes[kInlineArgs];
   std::vector<TVMByteArray> heap_bytes;
-  TVMByteArray* bytes = inline_bytes;
-  if (n > kInlineArgs) {
-    heap_bytes.resize(n);
-    bytes = heap_bytes.data();
-  }
-  for (int i = 0; i < n; ++i) {
-    int c = codes[i];
-    if (c == kStr) {
-      auto* s = static_cast<jstring>(env->GetObjectArrayElement(refs, i));
-      vals[i].v_str = ToUtf8(env, s, &arena);
-      env->DeleteLocalRef(s);
-    } else if (c == kBytes) {
-      auto* b = static_cast<jbyteArray>(env->GetObjectArrayElement(refs, i));
-      jsize len = env->GetArrayLength(b);
-      char* data = arena.Alloc(static_cast<size_t>(len) + 1);
-      env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(data));
-      env->DeleteLocalRef(b);
-      bytes[i].data = data;
-      bytes[i].size = static_cast<size_t>(len);
-      vals[i].v_handle = &bytes[i];
-    }
-  }
+  FillStrings(env, vals, codes, refs, n, &arena, inline_bytes, &heap_bytes);
   TVMValue ret;
   int code = kTVMNullptr;
   if (TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, n, &ret, &code) != 0) {
@@ -235,4 +242,113 @@ extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_callV0(JNIEnv* env, jc
     return;
   }
   FreeByCode(code, ret.v_handle);
+}
+
+// ---- async calls on the core's pool ----------------------------------------------------------
+
+namespace {
+
+bool IsObjectCode(int code) {
+  return code == kTVMPackedFuncHandle || code == kTVMModuleHandle || code == kTVMNDArrayHandle ||
+         code == kTVMObjectHandle;
+}
+
+// The completion, on a pool worker: attach it to the JVM (once per worker; AttachedEnv caches
+// it as a daemon) and hand the result to AsyncCall.onDone, which owns an object result.
+void OnAsyncDone(int status, TVMValue* ret, int code, void* resource) {
+  auto target = static_cast<jobject>(resource);
+  JNIEnv* env = AttachedEnv();
+  if (env == nullptr) {  // no JVM to report to (shutting down): release what we would hand over
+    if (status == kTVMAsyncReturned && IsObjectCode(code)) FreeByCode(code, ret->v_handle);
+    return;
+  }
+  jlong value = 0;
+  jobject ref = nullptr;
+  jstring error = nullptr;
+  if (status == kTVMAsyncReturned) {
+    if (code == kTVMStr) {
+      ref = NewStringUtf8(env, ret->v_str, std::strlen(ret->v_str));
+    } else if (code == kTVMBytes) {
+      auto* arr = static_cast<TVMByteArray*>(ret->v_handle);
+      jbyteArray b = env->NewByteArray(static_cast<jsize>(arr->size));
+      if (b != nullptr) {
+        env->SetByteArrayRegion(b, 0, static_cast<jsize>(arr->size),
+                                reinterpret_cast<const jbyte*>(arr->data));
+      }
+      ref = b;
+    } else if (code == kTVMDataType) {
+      value = static_cast<jlong>(ret->v_type.code | (ret->v_type.bits << 8) |
+                                 (static_cast<uint32_t>(ret->v_type.lanes) << 16));
+    } else {
+      value = ret->v_int64;
+    }
+  } else {
+    const char* text = TVMGetLastError();
+    if (text == nullptr) text = "TVMError: unknown error";
+    error = NewStringUtf8(env, text, std::strlen(text));
+  }
+  if (env->ExceptionCheck()) {  // out of memory converting: report that instead of the result
+    jthrowable t = env->ExceptionOccurred();
+    env->ExceptionClear();
+    if (status == kTVMAsyncReturned && IsObjectCode(code)) FreeByCode(code, ret->v_handle);
+    env->CallBooleanMethod(target, g.future_complete_exceptionally, t);
+  } else {
+    env->CallVoidMethod(target, g.async_on_done, static_cast<jint>(status), value,
+                        static_cast<jint>(code), ref, error);
+  }
+  if (env->ExceptionCheck()) env->ExceptionClear();  // onDone catches its own; nothing stays
+  if (ref != nullptr) env->DeleteLocalRef(ref);
+  if (error != nullptr) env->DeleteLocalRef(error);
+  env->DeleteGlobalRef(target);
+}
+
+}  // namespace
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_asyncSubmit(JNIEnv* env, jclass,
+                                                                       jlong fn, jlong slots,
+                                                                       jint cap, jobjectArray refs,
+                                                                       jint n, jobject target) {
+  auto* base = reinterpret_cast<char*>(slots);
+  auto* vals = reinterpret_cast<TVMValue*>(base);
+  auto* codes = reinterpret_cast<int*>(base + 8 * static_cast<size_t>(cap));
+  Arena arena;
+  TVMByteArray inline_bytes[kInlineArgs];
+  std::vector<TVMByteArray> heap_bytes;
+  // Strings and bytes are copied by TVMAsyncSubmit, so the arena may go when it returns.
+  FillStrings(env, vals, codes, refs, n, &arena, inline_bytes, &heap_bytes);
+  if (env->ExceptionCheck()) return 0;
+  jobject global = env->NewGlobalRef(target);
+  if (global == nullptr) return 0;
+  TVMAsyncCallHandle call = nullptr;
+  if (TVMAsyncSubmit(reinterpret_cast<void*>(fn), vals, codes, n, OnAsyncDone, global, &call) !=
+      0) {
+    env->DeleteGlobalRef(global);  // nothing was queued: done is never called
+    ThrowLastError(env);
+    return 0;
+  }
+  return reinterpret_cast<jlong>(call);
+}
+
+extern "C" JNIEXPORT jint JNICALL Java_org_polyffi_Native_asyncCancel(JNIEnv* env, jclass,
+                                                                      jlong call) {
+  int state = 0;
+  if (!Check(env, TVMAsyncCancel(reinterpret_cast<TVMAsyncCallHandle>(call), &state))) return 0;
+  return state;
+}
+
+extern "C" JNIEXPORT void JNICALL Java_org_polyffi_Native_asyncFree(JNIEnv*, jclass, jlong call) {
+  TVMAsyncFree(reinterpret_cast<TVMAsyncCallHandle>(call));
+}
+
+extern "C" JNIEXPORT jintArray JNICALL Java_org_polyffi_Native_asyncConfigure(JNIEnv* env, jclass,
+                                                                              jint workers,
+                                                                              jint limit) {
+  int v[3] = {0, 0, 0};
+  if (!Check(env, TVMAsyncConfigure(workers, limit)) ||
+      !Check(env, TVMAsyncGetConfig(&v[0], &v[1], &v[2]))) {
+    return nullptr;
+  }
+  jintArray out = env->NewIntArray(3);
+  if (out != nullptr) env->SetIntArrayRegion(out, 0, 3, reinterpret_cast<jint*>(v));
+  return out;
 }

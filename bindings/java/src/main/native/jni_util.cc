@@ -24,7 +24,14 @@ JNIEnv* AttachedEnv() {
   jint rc = g.vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_1_8);
   if (rc == JNI_OK) return env;
   if (rc != JNI_EDETACHED) return nullptr;
-  JavaVMAttachArgs args{JNI_VERSION_1_8, const_cast<char*>("polyffi-native"), nullptr};
+  // The core's async workers (named "polyffi-async" by the pool) live as long as the process and
+  // stay attached; any other native thread is "polyffi-native" and detached when it ends.
+  char os_name[16] = {0};
+  pthread_getname_np(pthread_self(), os_name, sizeof(os_name));
+  const bool pool_worker = std::strcmp(os_name, "polyffi-async") == 0;
+  JavaVMAttachArgs args{JNI_VERSION_1_8,
+                        const_cast<char*>(pool_worker ? "polyffi-async" : "polyffi-native"),
+                        nullptr};
   if (g.vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void**>(&env), &args) != JNI_OK) {
     return nullptr;
   }

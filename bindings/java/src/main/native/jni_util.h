@@ -54,6 +54,9 @@ struct Globals {
   jmethodID callbacks_invoke_long = nullptr;  // static long invokeLong(LongCallback, long)
   jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)
   jmethodID ffi_exception_init = nullptr;     // FFIException(String kind, String message)
+  jclass async_call_class = nullptr;
+  jmethodID async_on_done = nullptr;                  // void onDone(int, long, int, Object, String)
+  jmethodID future_complete_exceptionally = nullptr;  // boolean completeExceptionally(Throwable)
   jfieldID frame_ret_code = nullptr;
   jfieldID frame_ret_value = nullptr;
   jfieldID frame_ret_ref = nullptr;
@@ -63,7 +66,8 @@ struct Globals {
 extern Globals g;
 
 // The JNIEnv of this thread, attaching it (as a daemon) when the JVM does not know it; such a
-// thread is detached when it ends. nullptr when attaching failed.
+// thread is detached when it ends (the core's async workers, which never end, stay attached:
+// one attach per worker). nullptr when attaching failed.
 JNIEnv* AttachedEnv();
 
 // Throws the Java exception for a failed C call: the callback's own exception when it is the

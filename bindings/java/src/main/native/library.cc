@@ -29,11 +29,16 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   g.ffi_exception_class = GlobalClass(env, "org/polyffi/FFIException");
   g.illegal_state_class = GlobalClass(env, "java/lang/IllegalStateException");
   g.illegal_argument_class = GlobalClass(env, "java/lang/IllegalArgumentException");
+  g.async_call_class = GlobalClass(env, "org/polyffi/AsyncCall");
   if (!g.object_class || !g.string_class || !g.errors_class || !g.callbacks_class ||
       !g.frame_class || !g.ffi_exception_class || !g.illegal_state_class ||
-      !g.illegal_argument_class) {
+      !g.illegal_argument_class || !g.async_call_class) {
     return JNI_ERR;
   }
+  g.async_on_done =
+      env->GetMethodID(g.async_call_class, "onDone", "(IJILjava/lang/Object;Ljava/lang/String;)V");
+  g.future_complete_exceptionally =
+      env->GetMethodID(g.async_call_class, "completeExceptionally", "(Ljava/lang/Throwable;)Z");
   g.errors_from_native = env->GetStaticMethodID(g.errors_class, "fromNative",
                                                 "(Ljava/lang/String;)Ljava/lang/Throwable;");
   g.callbacks_invoke4 =
@@ -60,7 +65,8 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_last_frame ||
       !g.callbacks_invoke1 || !g.callbacks_invoke_n || !g.callbacks_released ||
       !g.callbacks_invoke_long || !g.callbacks_stash || !g.ffi_exception_init ||
-      !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned) {
+      !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned ||
+      !g.async_on_done || !g.future_complete_exceptionally) {
     return JNI_ERR;
   }
   return JNI_VERSION_1_8;

@@ -6,9 +6,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 
 /**
  * A packed function (TVM's PackedFunc). AutoCloseable; close() is idempotent; use after close
@@ -117,32 +115,53 @@ public final class Function extends Handle {
     return r == null ? "None" : r.getClass().getSimpleName();
   }
 
-  /** Runs call(args) on the default executor (a cached pool of daemon threads). */
+  /**
+   * Submits call(args) to the core's worker pool (one per process, shared by every binding): the
+   * arguments are converted now, the call runs on a pool worker and completes the future there. A
+   * full queue fails the future with an FFIException of kind QueueFullError; {@code cancel(true)}
+   * cancels the call (see {@link AsyncCall}).
+   */
   public CompletableFuture<Object> callAsync(Object... args) {
-    return callAsync(AsyncPool.EXECUTOR, args);
+    return submitAsync(args.clone(), null);
   }
 
-  /** The executor callAsync uses by default (a cached pool of daemon threads). */
-  static Executor defaultExecutor() {
-    return AsyncPool.EXECUTOR;
-  }
-
-  /** Runs call(args) on the given executor. */
+  /** Runs call(args) on the given executor instead of the core's pool. */
   public CompletableFuture<Object> callAsync(Executor executor, Object... args) {
     handle(); // fail now, not in the future, when already closed
     Object[] copy = args.clone();
     return CompletableFuture.supplyAsync(() -> call(copy), executor);
   }
 
-  private static final class AsyncPool {
-    static final AtomicInteger COUNT = new AtomicInteger();
-    static final ExecutorService EXECUTOR =
-        Executors.newCachedThreadPool(
-            r -> {
-              Thread t = new Thread(r, "polyffi-async-" + COUNT.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
+  /** callAsync with the result passed through convert on the worker (which owns it). */
+  CompletableFuture<Object> submitAsync(Object[] args, UnaryOperator<Object> convert) {
+    long h = handle(); // fail now, not in the future, when already closed
+    AsyncCall future = new AsyncCall(args, convert);
+    int n = args.length;
+    Values.Frames frames = Values.FRAMES.get();
+    Values.Frame f = frames.push(n);
+    try {
+      for (int i = 0; i < n; i++) Values.pack(f, i, args[i]);
+      // The pool copies strings and bytes and retains handles: the frame's temporaries may go.
+      future.submitted(Native.asyncSubmit(h, f.addr, f.cap, f.refs, n, future));
+    } catch (RuntimeException e) {
+      future.completeExceptionally(e);
+    } finally {
+      frames.pop(f);
+      Reference.reachabilityFence(this);
+    }
+    return future;
+  }
+
+  /** The core's async pool: worker count and queue limit, and the calls waiting now. */
+  public record AsyncPool(int numWorkers, int queueLimit, int queued) {}
+
+  /**
+   * Sizes the core's async pool: numWorkers before the first async call, queueLimit at any time; 0
+   * keeps a setting. Negative: FFIException of kind ValueError.
+   */
+  public static AsyncPool configureAsync(int numWorkers, int queueLimit) {
+    int[] v = Native.asyncConfigure(numWorkers, queueLimit);
+    return new AsyncPool(v[0], v[1], v[2]);
   }
 
   // ---- primitive fast paths: ints in, int out (bool results are 0/1) -------------------------

@@ -28,6 +28,19 @@ final class Native {
 
   static native long address(ByteBuffer direct);
 
+  // async calls on the core's pool (c_async_api.h). asyncSubmit converts like call, submits and
+  // returns the call handle; the completion calls target.onDone(...) on a pool worker.
+  static native long asyncSubmit(
+      long fn, long slots, int cap, Object[] refs, int n, AsyncCall target);
+
+  /** TVMAsyncCancel: 0 cancelled before start, 1 asked to stop, 2 already finished. */
+  static native int asyncCancel(long call);
+
+  static native void asyncFree(long call);
+
+  /** TVMAsyncConfigure then TVMAsyncGetConfig: {numWorkers, queueLimit, queued}. */
+  static native int[] asyncConfigure(int numWorkers, int queueLimit);
+
   // function: primitive fast paths (no boxing, no allocation; stack TVMValue arrays).
   static native long callL0(long fn);
 

@@ -169,11 +169,19 @@ public final class VirtualMachine implements AutoCloseable {
   }
 
   /**
-   * Runs {@link #invoke} on the pool {@link Function#callAsync(Object...)} uses (daemon threads
-   * meant for blocking native calls, not the common ForkJoin pool).
+   * Runs {@link #invoke} on the core's worker pool, like {@link Function#callAsync(Object...)}:
+   * concurrent calls run in parallel; {@code cancel(true)} stops a running call at its next VM
+   * instruction.
    */
   public CompletableFuture<Object> invokeAsync(String name, Object... args) {
-    return invokeAsync(Function.defaultExecutor(), name, args);
+    getFunction(name); // a missing name fails now
+    Object[] all;
+    try {
+      all = runArgs(name, args);
+    } catch (FFIException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return run.submitAsync(all, VirtualMachine::convertResult);
   }
 
   /** Runs {@link #invoke} on executor. */
@@ -242,6 +250,11 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** f(name, args...): Lists as runtime Arrays (by the value conversion), the result converted. */
   private static Object callRun(Function f, String name, Object[] args) {
+    return convertResult(f.call(runArgs(name, args)));
+  }
+
+  /** (name, args...) for the runner; a ByteBuffer is a TypeError (it has no shape or dtype). */
+  private static Object[] runArgs(String name, Object[] args) {
     Object[] all = new Object[args.length + 1];
     all[0] = name;
     for (int i = 0; i < args.length; i++) {
@@ -253,7 +266,7 @@ public final class VirtualMachine implements AutoCloseable {
       }
       all[i + 1] = args[i];
     }
-    return convertResult(f.call(all));
+    return all;
   }
 
   /** An Array result becomes a List (recursively); the container is released. */

@@ -155,16 +155,19 @@ class ThreadsTest {
   }
 
   @Test
-  void defaultExecutorRunsFourCallsAtOnce() throws Exception {
-    // Four callbacks meet at a barrier: only possible if the default executor runs them together.
-    java.util.concurrent.CyclicBarrier barrier = new java.util.concurrent.CyclicBarrier(4);
+  void corePoolRunsOneCallPerWorkerAtOnce() throws Exception {
+    // One callback per worker meets at a barrier: only possible if the pool runs them together.
+    int workers = Function.configureAsync(0, 0).numWorkers();
+    java.util.concurrent.CyclicBarrier barrier = new java.util.concurrent.CyclicBarrier(workers);
     try (Function apply = Function.getGlobal("testing.apply");
         Function meet = Function.convert(args -> (long) barrier.await(20, TimeUnit.SECONDS))) {
       List<CompletableFuture<Object>> futures = new ArrayList<>();
-      for (int i = 0; i < 4; i++) futures.add(apply.callAsync(meet));
+      for (int i = 0; i < workers; i++) futures.add(apply.callAsync(meet));
       Set<Object> arrival = new java.util.HashSet<>();
       for (CompletableFuture<Object> f : futures) arrival.add(f.get(30, TimeUnit.SECONDS));
-      assertEquals(Set.of(0L, 1L, 2L, 3L), arrival);
+      Set<Object> expected = new java.util.HashSet<>();
+      for (long i = 0; i < workers; i++) expected.add(i);
+      assertEquals(expected, arrival);
     }
   }
 
