@@ -263,7 +263,7 @@ export declare class LanguageModel {
 
 /**
  * One generation: a sync iterator of tokens (next() runs the step on the JS thread) and an async
- * one (each step on the libuv pool). Ends with finishReason 'stop' or 'length' and frees its
+ * one (each step on the core's async pool). Ends with finishReason 'stop' or 'length' and frees its
  * sequence in the KV cache when it ends, on close() or on a break out of the loop.
  */
 export declare class Generation implements IterableIterator<Token>, AsyncIterable<Token> {

@@ -4,7 +4,8 @@
 //   const lm = ffi.LanguageModel.load('tests/tvm_models/tvm027/lm');
 //   for await (const t of lm.generate('Hello', { maxTokens: 8, temperature: 0 })) out += t.text;
 // A Generation is a sync iterator (next() runs the step on the JS thread) and an async one (each
-// step through callAsync on the core's async pool, so the event loop stays free). Tokens are {id, text}.
+// step through callAsync on the core's async pool, so the event loop stays free). Tokens are
+// {id, text}.
 const { FFIError } = require('./errors');
 const { Module, getGlobalFunc } = require('./registry');
 const { nd } = require('./ndarray');
