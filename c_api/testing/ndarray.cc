@@ -1,6 +1,7 @@
 // testing.* fixtures that read and write NDArrays (kTVMNDArrayHandle or a borrowed DLTensor view).
 #include <polyffi/dtype_string.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -44,6 +45,11 @@ int64_t CheckedNumel(const DLTensor* t, const char* who) {
   }
   if (numel > 0 && t->data == nullptr) {
     throw Error("ValueError", std::string(who) + ": tensor has no data");
+  }
+  // data + byte_offset past the end of the address space is undefined (fuzz_globals long run).
+  if (t->data != nullptr && t->byte_offset > UINTPTR_MAX - reinterpret_cast<uintptr_t>(t->data)) {
+    throw Error("ValueError", std::string(who) + ": byte_offset " + std::to_string(t->byte_offset) +
+                                  " wraps the data pointer");
   }
   return numel;
 }

@@ -568,5 +568,26 @@ TEST(Sampling, MisalignedDistributionIsAValueError) {
   EXPECT_LT(r.value.v_int64, 2);
 }
 
+// Found by fuzz_globals (long run): testing.nd_sum added a byte_offset of nearly 2^64 to the data
+// pointer of an empty tensor (UBSan: pointer overflow). A wrapping offset is a ValueError.
+TEST(TestingLibrary, WrappingByteOffsetIsAValueError) {
+  LoadFixtures();
+  float data[2] = {1.5f, 2.5f};
+  int64_t shape[1] = {0};
+  DLTensor wraps{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, UINT64_MAX - 3};
+  Global sum("testing.nd_sum");
+  Ret r = Call(sum.get(), {Handle(&wraps, kTVMDLTensorHandle)});
+  EXPECT_EQ(r.rc, -1);
+  EXPECT_NE(r.error.find("ValueError: testing.nd_sum: byte_offset 18446744073709551612 wraps the "
+                         "data pointer"),
+            std::string::npos)
+      << r.error;
+  shape[0] = 1;
+  DLTensor ok{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 4};
+  r = Call(sum.get(), {Handle(&ok, kTVMDLTensorHandle)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_EQ(r.value.v_float64, 2.5);
+}
+
 }  // namespace
 }  // namespace hardening
