@@ -475,6 +475,8 @@ def create_app(models: Dict[str, Model], workers: int = 4,
                 results = model.run(arrays)
             else:  # on the core's async pool; the loop serves other requests meanwhile
                 results = await model.run_async(arrays)
+        except polyffi.QueueFullError as e:  # the core's pool is full: retry later
+            raise RequestError(503, f"{type(e).__name__}: {e}") from e
         except Exception as e:  # the binding's typed error: TypeError, ValueError, TVMError...
             raise RequestError(400, f"{type(e).__name__}: {e}") from e
         doc, blobs = build_response(model, body, results)

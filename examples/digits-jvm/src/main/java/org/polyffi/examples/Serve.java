@@ -363,7 +363,11 @@ public final class Serve implements AutoCloseable {
           for (NDArray a : arrays) if (a != null) a.close();
           if (err instanceof CompletionException && err.getCause() != null) err = err.getCause();
           try {
-            if (err instanceof FFIException) throw bad(err.getMessage());
+            if (err instanceof FFIException f) {
+              // A full queue of the core's pool is 503 (retry later); a refusal of the model, 400.
+              if (f.getKind().equals("QueueFullError")) throw new ApiError(503, f.getMessage());
+              throw bad(f.getMessage());
+            }
             if (err != null) throw new CompletionException(err);
             return respond(m, request, want, binary, wantedNames, allBinary, results);
           } catch (ApiError | IOException e) {
