@@ -4,8 +4,8 @@
 # responsive the server's event loop stays). docs/performance/async.md.
 #   bench/async/serve.sh [LANG...] (default: python node rust java)
 # Settings: CLIENTS (8), SECONDS_PER_RUN (10), MODEL (relax_digits), BATCH (32). Each server runs twice,
-# its default (async) and with POLYFFI_SERVE_SYNC=1 (models run on the event loop / the request's
-# worker); the Java server has one mode. The load is tests/serving/load.py's.
+# its default (async: models run on the core's async pool) and with POLYFFI_SERVE_SYNC=1 (models
+# run on the event loop / the request's worker or thread). The load is tests/serving/load.py's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 langs=("$@")
@@ -16,9 +16,7 @@ load=("$py" "$root/tests/serving/load.py" --clients "${CLIENTS:-8}" --seconds "$
       --model "${MODEL:-relax_digits}" --batch "${BATCH:-32}")
 echo "nproc=$(nproc) POLYFFI_ASYNC_THREADS=${POLYFFI_ASYNC_THREADS:-<cpus>}"
 for lang in "${langs[@]}"; do
-  modes=(async sync)
-  [ "$lang" = java ] && modes=(threads)
-  for mode in "${modes[@]}"; do
+  for mode in async sync; do
     echo "== $lang $mode"
     if [ "$mode" = sync ]; then
       POLYFFI_SERVE_SYNC=1 "${load[@]}" "$lang"

@@ -18,8 +18,10 @@ Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/NAME (metadata
 GET /v2/models/NAME/ready, POST /v2/models/NAME/infer (JSON tensors). Errors are
 {"error": "..."} with 400 (the binding's typed error, e.g. "ValueError: ...") or 404 (unknown
 model). Tensors travel as JSON or in the binary tensor data extension (tritonclient's default).
-Models run on a thread pool: the binding releases the GIL and the core's model runners are
+Inference is awaited on the core's async pool (the model runner's ``call_async``, the VM's
+``invoke_async``): the GIL is not held while a model runs and the core's model runners are
 stateless, so requests run concurrently on one loaded model and /v2/health stays responsive.
+Language-model calls that are not token steps run on a thread pool (``--workers``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from aiohttp import web
 import polyffi
 
 # OIP tensor datatypes <-> TVM dtype strings.
-# POLYFFI_SERVE_SYNC=1 runs models on the event loop instead of the thread pool, for comparison.
+# POLYFFI_SERVE_SYNC=1 runs models on the event loop instead of awaiting them on the core's async
+# pool, for comparison.
 SYNC_INFER = os.environ.get("POLYFFI_SERVE_SYNC") == "1"
 OIP_OF_DTYPE = {
     "bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
@@ -65,12 +68,13 @@ class Model:
     """One served model: a GraphModule or a VirtualMachine function, and its signature."""
 
     def __init__(self, name: str, kind: str, inputs: List[Dict[str, Any]],
-                 outputs: Optional[List[Dict[str, Any]]], run: Any) -> None:
+                 outputs: Optional[List[Dict[str, Any]]], run: Any, run_async: Any) -> None:
         self.name = name
         self.kind = kind
         self.inputs = inputs
         self.outputs = outputs
         self.run = run  # list of numpy arrays (model inputs, in order) -> list of NDArray
+        self.run_async = run_async  # the same, awaited: the call runs on the core's async pool
 
     def metadata(self) -> Dict[str, Any]:
         def tensor(t: Dict[str, Any]) -> Dict[str, Any]:
@@ -99,10 +103,18 @@ def load_graph(name: str, gm: polyffi.GraphModule) -> Model:
     sig = json.loads(gm.runner["signature"]())
     names = [t["name"] for t in sig["inputs"]]
 
+    infer = gm.runner["run"]  # the model runner's thread-safe run (what gm.infer calls)
+
     def run(arrays: List[np.ndarray]) -> List[Any]:
         return gm.infer(**dict(zip(names, arrays)))
 
-    return Model(name, "graph", sig["inputs"], sig["outputs"], run)
+    async def run_async(arrays: List[np.ndarray]) -> List[Any]:
+        flat: List[Any] = []
+        for k, v in zip(names, arrays):
+            flat += [k, v]
+        return list(await infer.call_async(*flat))
+
+    return Model(name, "graph", sig["inputs"], sig["outputs"], run, run_async)
 
 
 def load_vm(name: str, lib: polyffi.Module) -> Model:
@@ -112,8 +124,12 @@ def load_vm(name: str, lib: polyffi.Module) -> Model:
         raise TypeError("the relax executable has neither a 'main' nor a 'forward' function")
     sig = json.loads(vm.runner["signature"](fn))
     call = vm[fn]
+
+    async def run_async(arrays: List[np.ndarray]) -> List[Any]:
+        return _flatten(await vm.invoke_async(fn, *arrays))
+
     return Model(name, "relax_vm", sig["inputs"], sig["outputs"],
-                 lambda arrays: _flatten(call(*arrays)))
+                 lambda arrays: _flatten(call(*arrays)), run_async)
 
 
 def load_model(path: Path) -> Optional[Model]:
@@ -454,12 +470,13 @@ def create_app(models: Dict[str, Model], workers: int = 4,
         if not isinstance(body, dict):
             raise RequestError(400, "the body must be a JSON object")
         arrays = parse_inputs(model, body, blob)
-        loop = asyncio.get_running_loop()
         try:
             if SYNC_INFER:  # on the event loop: bench/async/serve.sh's contrast
                 results = model.run(arrays)
-            else:
-                results = await loop.run_in_executor(pool, model.run, arrays)
+            else:  # on the core's async pool; the loop serves other requests meanwhile
+                results = await model.run_async(arrays)
+        except polyffi.QueueFullError as e:  # the core's pool is full: retry later
+            raise RequestError(503, f"{type(e).__name__}: {e}") from e
         except Exception as e:  # the binding's typed error: TypeError, ValueError, TVMError...
             raise RequestError(400, f"{type(e).__name__}: {e}") from e
         doc, blobs = build_response(model, body, results)

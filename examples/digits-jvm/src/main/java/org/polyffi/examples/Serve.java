@@ -20,6 +20,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Stream;
@@ -49,11 +51,19 @@ import org.polyffi.examples.serve.Tensors;
  * the model refused the inputs. Request threads share each model (its runner's calls are stateless
  * and thread-safe).
  *
+ * <p>Inference runs on the core's async pool: a request thread parses the request and submits the
+ * model call ({@link ServedModel#inferAsync}), then is free; the response is written when the
+ * call's future completes, on a request thread again. With {@code POLYFFI_SERVE_SYNC=1} the request
+ * thread runs the model itself and waits for it (for comparison: bench/async/serve.sh).
+ *
  * <p>Subdirectories holding lm-config.json are language models, served under OpenAI's completions
  * API ({@code GET /v1/models}, {@code POST /v1/completions}, streaming too): {@link Completions}.
  */
 public final class Serve implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
+
+  /** POLYFFI_SERVE_SYNC=1: models run on the request threads instead of the core's async pool. */
+  static final boolean SYNC_INFER = "1".equals(System.getenv("POLYFFI_SERVE_SYNC"));
 
   /** A response: its JSON and, with Triton's binary tensor extension, the outputs' bytes. */
   record Reply(JsonNode json, byte[] blob) {
@@ -150,15 +160,37 @@ public final class Serve implements AutoCloseable {
       completions.handle(ex);
       return;
     }
+    CompletableFuture<Reply> pending;
     try {
-      Reply r = route(ex);
-      JsonNode body = r.json();
-      byte[] blob = r.blob();
-      if (blob == null) {
-        reply(ex, 200, body);
+      pending = route(ex);
+    } catch (ApiError | RuntimeException | Error e) {
+      pending = CompletableFuture.failedFuture(e);
+    } catch (IOException e) {
+      ex.close();
+      throw e;
+    }
+    if (pending.isDone()) {
+      pending.whenComplete((r, err) -> send(ex, r, err)); // now, on this thread
+    } else {
+      // The model runs on the core's pool; its worker hands the response back to a request thread.
+      pending.whenCompleteAsync((r, err) -> send(ex, r, err), executor);
+    }
+  }
+
+  /** Writes r (or err's status and message) and ends the exchange. */
+  private static void send(HttpExchange ex, Reply r, Throwable err) {
+    try {
+      if (err instanceof CompletionException && err.getCause() != null) err = err.getCause();
+      if (err instanceof ApiError e) {
+        reply(ex, e.status, JSON.createObjectNode().put("error", e.getMessage()));
+      } else if (err != null) {
+        reply(ex, 500, JSON.createObjectNode().put("error", FFIException.textOf(err)));
+      } else if (r.blob() == null) {
+        reply(ex, 200, r.json());
       } else {
         // Triton's binary tensor extension: the JSON, then the outputs' bytes.
-        byte[] head = JSON.writeValueAsBytes(body);
+        byte[] head = JSON.writeValueAsBytes(r.json());
+        byte[] blob = r.blob();
         ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
         ex.getResponseHeaders()
             .set("Inference-Header-Content-Length", Integer.toString(head.length));
@@ -168,16 +200,18 @@ public final class Serve implements AutoCloseable {
           out.write(blob);
         }
       }
-    } catch (ApiError e) {
-      reply(ex, e.status, JSON.createObjectNode().put("error", e.getMessage()));
-    } catch (RuntimeException | Error e) {
-      reply(ex, 500, JSON.createObjectNode().put("error", FFIException.textOf(e)));
+    } catch (IOException e) {
+      // The client went away: nothing to tell it.
     } finally {
       ex.close();
     }
   }
 
-  private Reply route(HttpExchange ex) throws IOException, ApiError {
+  private static CompletableFuture<Reply> done(Reply r) {
+    return CompletableFuture.completedFuture(r);
+  }
+
+  private CompletableFuture<Reply> route(HttpExchange ex) throws IOException, ApiError {
     String method = ex.getRequestMethod();
     String path = ex.getRequestURI().getPath();
     List<String> parts = new ArrayList<>(Arrays.asList(path.replaceAll("/+$", "").split("/")));
@@ -193,20 +227,20 @@ public final class Serve implements AutoCloseable {
     String route = String.join("/", parts);
     boolean get = method.equals("GET");
     if (get && (route.equals("v2/health/live") || route.equals("v2/health/ready"))) {
-      return new Reply(
-          JSON.createObjectNode().put(route.endsWith("live") ? "live" : "ready", true));
+      return done(
+          new Reply(JSON.createObjectNode().put(route.endsWith("live") ? "live" : "ready", true)));
     }
     if (get && route.equals("v2")) {
       ObjectNode m = JSON.createObjectNode().put("name", "polyffi-serve").put("version", "0.1.0");
       m.putArray("extensions").add("binary_tensor_data");
-      return new Reply(m);
+      return done(new Reply(m));
     }
     if (parts.size() >= 3 && parts.get(0).equals("v2") && parts.get(1).equals("models")) {
       ServedModel m = models.get(parts.get(2));
       if (m == null) throw new ApiError(404, "unknown model '" + parts.get(2) + "'");
-      if (get && parts.size() == 3) return new Reply(metadata(m));
+      if (get && parts.size() == 3) return done(new Reply(metadata(m)));
       if (get && parts.size() == 4 && parts.get(3).equals("ready")) {
-        return new Reply(JSON.createObjectNode().put("name", m.name).put("ready", true));
+        return done(new Reply(JSON.createObjectNode().put("name", m.name).put("ready", true)));
       }
       if (method.equals("POST") && parts.size() == 4 && parts.get(3).equals("infer")) {
         return infer(m, ex);
@@ -239,7 +273,8 @@ public final class Serve implements AutoCloseable {
     return new ApiError(400, message);
   }
 
-  private Reply infer(ServedModel m, HttpExchange ex) throws IOException, ApiError {
+  private CompletableFuture<Reply> infer(ServedModel m, HttpExchange ex)
+      throws IOException, ApiError {
     byte[] body;
     try (InputStream in = ex.getRequestBody()) {
       body = in.readNBytes(MAX_BODY + 1);
@@ -299,7 +334,7 @@ public final class Serve implements AutoCloseable {
       }
     }
     NDArray[] arrays = new NDArray[m.inputs.size()];
-    List<NDArray> results = List.of();
+    CompletableFuture<List<NDArray>> call;
     try {
       int offset = headLen;
       for (JsonNode input : inputs) offset = readInput(m, input, body, offset, arrays);
@@ -309,11 +344,49 @@ public final class Serve implements AutoCloseable {
       for (int i = 0; i < arrays.length; i++) {
         if (arrays[i] == null) throw bad("input '" + m.inputs.get(i).name + "' is missing");
       }
-      try {
-        results = m.infer(arrays);
-      } catch (FFIException e) {
-        throw bad(e.getMessage());
+      if (SYNC_INFER) {
+        try {
+          call = CompletableFuture.completedFuture(m.infer(arrays));
+        } catch (FFIException e) {
+          call = CompletableFuture.failedFuture(e);
+        }
+      } else {
+        call = m.inferAsync(arrays); // the inputs stay referenced by the call until it ends
       }
+    } catch (ApiError | RuntimeException | Error e) {
+      for (NDArray a : arrays) if (a != null) a.close();
+      throw e;
+    }
+    List<Integer> want = wanted;
+    return call.handle(
+        (results, err) -> {
+          for (NDArray a : arrays) if (a != null) a.close();
+          if (err instanceof CompletionException && err.getCause() != null) err = err.getCause();
+          try {
+            if (err instanceof FFIException f) {
+              // A full queue of the core's pool is 503 (retry later); a refusal of the model, 400.
+              if (f.getKind().equals("QueueFullError")) throw new ApiError(503, f.getMessage());
+              throw bad(f.getMessage());
+            }
+            if (err != null) throw new CompletionException(err);
+            return respond(m, request, want, binary, wantedNames, allBinary, results);
+          } catch (ApiError | IOException e) {
+            throw new CompletionException(e);
+          }
+        });
+  }
+
+  /** The response to request from the model's outputs results (closed here). */
+  private static Reply respond(
+      ServedModel m,
+      JsonNode request,
+      List<Integer> wanted,
+      List<Boolean> binary,
+      List<String> wantedNames,
+      boolean allBinary,
+      List<NDArray> results)
+      throws ApiError, IOException {
+    try {
       ObjectNode response = JSON.createObjectNode().put("model_name", m.name);
       response.put("model_version", "1");
       JsonNode id = request.get("id");
@@ -352,7 +425,6 @@ public final class Serve implements AutoCloseable {
       }
       return new Reply(response, blob.size() > 0 ? blob.toByteArray() : null);
     } finally {
-      for (NDArray a : arrays) if (a != null) a.close();
       for (NDArray a : results) a.close();
     }
   }

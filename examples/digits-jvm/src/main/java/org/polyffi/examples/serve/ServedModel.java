@@ -8,6 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.polyffi.ArrayObject;
 import org.polyffi.DataType;
 import org.polyffi.Device;
 import org.polyffi.FFIException;
@@ -52,6 +54,8 @@ public final class ServedModel implements AutoCloseable {
   private final GraphModule graph;
   private final VirtualMachine vm;
   private final String function;
+  /** The graph runner's stateless {@code run}, for {@link #inferAsync} (null for a VM). */
+  private final Function graphRun;
 
   /** Loads path (a .so, or a folder of three artifacts) as name. */
   public static ServedModel load(String name, Path path) throws IOException {
@@ -109,6 +113,7 @@ public final class ServedModel implements AutoCloseable {
     this.graph = graph;
     this.vm = vm;
     try {
+      this.graphRun = graph != null ? graph.runner().getFunction("run") : null;
       if (graph != null) {
         this.function = null;
         this.platform = "tvm_graph_executor";
@@ -145,6 +150,30 @@ public final class ServedModel implements AutoCloseable {
     List<NDArray> out = new ArrayList<>();
     flatten(r, out);
     return out;
+  }
+
+  /**
+   * {@link #infer} on the core's async pool: the future completes on a pool worker with the outputs
+   * (the caller closes them), or with the model's FFIException. The arrays stay referenced by the
+   * call until it ends; the caller closes them once the future is done.
+   */
+  public CompletableFuture<List<NDArray>> inferAsync(NDArray[] arrays) {
+    CompletableFuture<Object> call =
+        graph != null
+            ? graphRun.callAsync((Object[]) arrays)
+            : vm.invokeAsync(function, (Object[]) arrays);
+    return call.thenApply(
+        r -> {
+          List<NDArray> out = new ArrayList<>();
+          if (r instanceof ArrayObject arr) {
+            try (arr) {
+              flatten(arr, out);
+            }
+          } else {
+            flatten(r, out);
+          }
+          return out;
+        });
   }
 
   private static void flatten(Object r, List<NDArray> out) {
@@ -313,6 +342,7 @@ public final class ServedModel implements AutoCloseable {
 
   @Override
   public void close() {
+    if (graphRun != null) graphRun.close();
     if (graph != null) graph.close();
     if (vm != null) vm.close();
     lib.close();
