@@ -54,6 +54,7 @@ public final class ServedModel implements AutoCloseable {
   private final GraphModule graph;
   private final VirtualMachine vm;
   private final String function;
+
   /** The graph runner's stateless {@code run}, for {@link #inferAsync} (null for a VM). */
   private final Function graphRun;
 
