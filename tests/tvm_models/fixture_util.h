@@ -8,6 +8,7 @@
 #include <polyffi/dtype_string.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,14 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
+}
+
+/*! \brief A file of raw little-endian float32 values (TVM's recorded logits and outputs). */
+inline std::vector<float> ReadFloats(const std::string& path) {
+  std::string b = ReadFile(path);
+  std::vector<float> out(b.size() / 4);
+  std::memcpy(out.data(), b.data(), out.size() * 4);
+  return out;
 }
 
 inline std::string LastError() { return TVMGetLastError(); }

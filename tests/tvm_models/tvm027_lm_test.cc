@@ -33,10 +33,7 @@ using Json = nlohmann::json;
 const std::string kDir = TVM027_LM_DIR;
 
 std::vector<float> ReadFloats(const std::string& name) {
-  std::string b = ReadFile(kDir + "/" + name);
-  std::vector<float> out(b.size() / 4);
-  std::memcpy(out.data(), b.data(), out.size() * 4);
-  return out;
+  return fixture::ReadFloats(kDir + "/" + name);
 }
 
 TVMValue I(int64_t x) {
