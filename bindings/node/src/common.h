@@ -6,6 +6,7 @@
 
 #include <dlpack/dlpack.h>
 #include <napi.h>
+#include <polyffi/binding_common.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <atomic>
@@ -100,8 +101,6 @@ struct Instance {
   // A JS exception thrown by a callback, re-thrown by the outer call that reports its text.
   napi_ref stash = nullptr;
   std::string stash_text;
-  int64_t string_tindex = -2;  // type index of runtime.String (-2: unknown yet, -1: none)
-  int64_t shape_tindex = -2;   // type index of runtime.ShapeTuple (the same convention)
   // PackedFuncs (function.cc): each is callPacked bound to a (slot, generation) token, and its
   // Ref lives in fn_slots[slot]; dispose() recycles the slot at once (generation + 1), so that
   // convert + dispose leaves no native finalizer for Node to run later.
@@ -246,17 +245,13 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
 // Converts a callback argument (borrowed: objects are retained first).
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
-// The global function `name`, looked up once per process. nullptr after throwing.
-enum CachedGlobal {
-  kRuntimeArray,
-  kRuntimeMap,
-  kRuntimeString,
-  kRuntimeStringBytes,
-  kRuntimeShapeTuple,
-  kRuntimeShapeTupleBytes,
-  kNumCachedGlobals
-};
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which);
+// The core global `which` (polyffi/binding_common.h), looked up once per process. nullptr after
+// throwing.
+using polyffi::binding::Global;
+TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, Global which);
+// Throws the error for a failed shared helper (polyffi::binding::Failure) about `which`.
+napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
+                              polyffi::binding::Failure failure);
 
 // ---- Callbacks (callback.cc) -----------------------------------------------------------------
 // JS function -> owned function handle. nullptr with an exception pending.

@@ -20,25 +20,27 @@ namespace polyffi_node {
 
 const char* CodeName(int code) { return PolyffiTypeCodeName(code); }
 
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which) {
-  // Looked up once and kept for the life of the process (the registry is never torn down).
-  static std::atomic<TVMFunctionHandle> cache[kNumCachedGlobals];
-  static const char* const names[kNumCachedGlobals] = {
-      "runtime.Array",       "runtime.Map",        "runtime.String",
-      "runtime.StringBytes", "runtime.ShapeTuple", "runtime.ShapeTupleBytes"};
-  TVMFunctionHandle f = cache[which].load(std::memory_order_acquire);
-  if (f != nullptr) return f;
-  if (TVMFuncGetGlobal(names[which], &f) != 0) return ThrowLastError(env, inst), nullptr;
-  if (f == nullptr) {
-    ThrowFFIError(env, inst, "RuntimeError",
-                  std::string("polyffi: core global function ") + names[which] + " is missing");
-    return nullptr;
+napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
+                              polyffi::binding::Failure failure) {
+  using polyffi::binding::Failure;
+  if (failure == Failure::kLookupFailed || failure == Failure::kCallFailed) {
+    return ThrowLastError(env, inst);
   }
-  TVMFunctionHandle expected = nullptr;
-  if (!cache[which].compare_exchange_strong(expected, f)) {
-    TVMFuncFree(f);
-    f = expected;
+  if (failure == Failure::kMissing) {
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         std::string("polyffi: core global function ") +
+                             polyffi::binding::GlobalName(which) + " is missing");
   }
+  return ThrowFFIError(
+      env, inst, "RuntimeError",
+      std::string("polyffi: ") + polyffi::binding::GlobalName(which) + " returned no bytes");
+}
+
+TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, Global which) {
+  polyffi::binding::Failure failure = polyffi::binding::Failure::kNone;
+  int rc = 0;
+  TVMFunctionHandle f = polyffi::binding::CachedGlobal(which, &failure, &rc);
+  if (f == nullptr) ThrowGlobalFailure(env, inst, which, failure);
   return f;
 }
 
@@ -177,7 +179,7 @@ int ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   }
   // Embedded NUL: a length-carrying runtime.String object (docs/spec/abi.md section 6, objects
   // and containers).
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeString);
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kString);
   if (f == nullptr) return 0;
   TVMByteArray arr{buf, len};
   TVMValue a;
@@ -267,7 +269,7 @@ bool ArgPack::CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, T
 }
 
 bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeArray);
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kArray);
   if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
@@ -282,7 +284,7 @@ bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
 
 // An ffi.Shape: every element an integral number or a bigint in the int64 range.
 bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeShapeTuple);
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kShapeTuple);
   if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
@@ -327,7 +329,7 @@ bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
 
 // entries: a JS array [[k, v], ...]
 bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeMap);
+  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kMap);
   if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, entries, &n);
@@ -515,79 +517,32 @@ static napi_value IntOut(napi_env env, Instance* inst, int64_t i) {
   return NumberOut(env, inst, out, false);
 }
 
-static int64_t StringTypeIndex(Instance* inst) {
-  if (inst->string_tindex == -2) {
-    unsigned t = 0;
-    inst->string_tindex =
-        TVMObjectTypeKey2Index("runtime.String", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return inst->string_tindex;
-}
-
 // runtime.String object (owned) -> JS string; frees the object.
 static napi_value StringObjectOut(napi_env env, Instance* inst, void* obj) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst, kRuntimeStringBytes);
-  if (f == nullptr) {
-    TVMObjectFree(obj);
-    return nullptr;
-  }
-  TVMValue a;
-  a.v_handle = obj;
-  int a_code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult text = polyffi::binding::StringObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return ThrowLastError(env, inst);
-  if (ret_code != kTVMBytes) {
-    FreeHandle(ret.v_handle, ret_code);
-    return ThrowFFIError(env, inst, "RuntimeError",
-                         "polyffi: runtime.StringBytes returned no bytes");
+  if (text.failure != polyffi::binding::Failure::kNone) {
+    return ThrowGlobalFailure(env, inst, Global::kStringBytes, text.failure);
   }
-  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
   napi_value out;
-  napi_create_string_utf8(env, arr->data, arr->size, &out);
+  napi_create_string_utf8(env, text.data, text.size, &out);
   return out;
-}
-
-static int64_t ShapeTypeIndex(Instance* inst) {
-  if (inst->shape_tindex == -2) {
-    unsigned t = 0;
-    inst->shape_tindex =
-        TVMObjectTypeKey2Index("runtime.ShapeTuple", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return inst->shape_tindex;
 }
 
 // runtime.ShapeTuple object (owned) -> ffi.Shape, read in one call; frees the object.
 static napi_value ShapeOut(napi_env env, Instance* inst, void* obj) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst, kRuntimeShapeTupleBytes);
-  if (f == nullptr) {
-    TVMObjectFree(obj);
-    return nullptr;
-  }
-  TVMValue a;
-  a.v_handle = obj;
-  int a_code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult dims = polyffi::binding::ShapeTupleObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return ThrowLastError(env, inst);
-  if (ret_code != kTVMBytes) {
-    FreeHandle(ret.v_handle, ret_code);
-    return ThrowFFIError(env, inst, "RuntimeError",
-                         "polyffi: runtime.ShapeTupleBytes returned no bytes");
+  if (dims.failure != polyffi::binding::Failure::kNone) {
+    return ThrowGlobalFailure(env, inst, Global::kShapeTupleBytes, dims.failure);
   }
-  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
-  size_t n = arr->size / sizeof(int64_t);
+  size_t n = dims.size / sizeof(int64_t);
   napi_value out;
   if (!CheckStatus(env, napi_new_instance(env, Get(env, inst->shape_cls), 0, nullptr, &out))) {
     return nullptr;
   }
   for (size_t i = 0; i < n; ++i) {
-    int64_t d;
-    std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
+    int64_t d = polyffi::binding::ShapeDim(dims, i);
     napi_value item;
     if (d >= -9007199254740991LL && d <= 9007199254740991LL) {
       napi_create_double(env, static_cast<double>(d), &item);
@@ -649,10 +604,13 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code) {
     case kTVMObjectHandle: {
       unsigned tindex = 0;
       if (v.v_handle != nullptr && TVMObjectGetTypeIndex(v.v_handle, &tindex) == 0 &&
-          static_cast<int64_t>(tindex) == StringTypeIndex(inst)) {
+          static_cast<int64_t>(tindex) ==
+              polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kString)) {
         return StringObjectOut(env, inst, v.v_handle);
       }
-      if (v.v_handle != nullptr && static_cast<int64_t>(tindex) == ShapeTypeIndex(inst)) {
+      if (v.v_handle != nullptr &&
+          static_cast<int64_t>(tindex) ==
+              polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kShapeTuple)) {
         return ShapeOut(env, inst, v.v_handle);
       }
       return WrapHandle(inst, v.v_handle, code);
