@@ -34,6 +34,27 @@
 
 namespace polyffi {
 namespace model_runner {
+
+ObjectPtr<ModuleObj> LoadVMExecutable(FunctionObj* load) {
+  RetValue made;
+  std::vector<TVMValue> none;
+  std::vector<int> no_codes;
+  CallWith(load, &none, &no_codes, &made);
+  Object* o = made.object();
+  if (o == nullptr || o->type_index() != TypeIndex::kModule) return nullptr;
+  return ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(o));
+}
+
+bool InitializeVM(ModuleObj* vm, const std::vector<int64_t>& init) {
+  ObjectPtr<FunctionObj> f = vm->GetFunction("vm_initialization", false);
+  if (!f) return false;
+  std::vector<TVMValue> values(init.size());
+  std::vector<int> codes(init.size(), kTVMArgInt);
+  for (size_t i = 0; i < init.size(); ++i) values[i].v_int64 = init[i];
+  RetValue ignored;
+  CallWith(f.get(), &values, &codes, &ignored);
+  return true;
+}
 namespace {
 
 constexpr uintptr_t kAlign = 64;
@@ -160,22 +181,9 @@ class VMRunner final : public ModuleObj {
 
  private:
   ObjectPtr<ModuleObj> MakeVM() const {
-    RetValue made;
-    std::vector<TVMValue> none;
-    std::vector<int> no_codes;
-    CallWith(load_.get(), &none, &no_codes, &made);
-    Object* o = made.object();
-    if (o == nullptr || o->type_index() != TypeIndex::kModule) {
-      Throw("TypeError", "vm_load_executable did not return a module");
-    }
-    auto vm = ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(o));
-    ObjectPtr<FunctionObj> init = vm->GetFunction("vm_initialization", false);
-    if (!init) Throw("TypeError", "the VM has no vm_initialization");
-    std::vector<TVMValue> values(init_.size());
-    std::vector<int> codes(init_.size(), kTVMArgInt);
-    for (size_t i = 0; i < init_.size(); ++i) values[i].v_int64 = init_[i];
-    RetValue ignored;
-    CallWith(init.get(), &values, &codes, &ignored);
+    ObjectPtr<ModuleObj> vm = LoadVMExecutable(load_.get());
+    if (!vm) Throw("TypeError", "vm_load_executable did not return a module");
+    if (!InitializeVM(vm.get(), init_)) Throw("TypeError", "the VM has no vm_initialization");
     return vm;
   }
 
