@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../stored_args.h"
 #include "model_runner.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
@@ -66,8 +67,8 @@ int64_t AllocatorKind(const Args& args, int i) {
     std::string s = args.Str(i);
     if (s == "naive") return 1;
     if (s == "pooled") return 2;
-    Throw("ValueError", args.fname(), ": memory_cfg must be \"naive\" or \"pooled\", not \"", s,
-          "\"");
+    Throw("ValueError", args.fname(),
+          ": memory_cfg must be \"naive\" or \"pooled\" (the allocator), not \"", s, "\"");
   }
   int64_t k = args.Int(i);
   if (k != 1 && k != 2) {
@@ -192,17 +193,12 @@ class VMRunner final : public ModuleObj {
     std::string name = args.Str(0);
     const int n = args.size() - 1;
     std::vector<RetValue> staged(n);
-    std::vector<TVMValue> values(n);
-    std::vector<int> codes(n);
-    std::vector<TVMByteArray> bytes(n);
-    for (int i = 0; i < n; ++i) {
-      Stage(args.value(i + 1), args.code(i + 1), i, &staged[i]);
-      staged[i].AsArg(&values[i], &codes[i], &bytes[i]);
-    }
+    for (int i = 0; i < n; ++i) Stage(args.value(i + 1), args.code(i + 1), i, &staged[i]);
+    StoredArgs c_args(staged);
     Lease vm(&pool_);
     FunctionObj* f = vm->Function(name, "the VM executable");
     RetValue result;
-    CallWith(f, &values, &codes, &result);
+    CallWith(f, &c_args.values, &c_args.codes, &result);
     *rv = std::move(result);
   }
 
@@ -247,9 +243,11 @@ POLYFFI_CORE_GLOBAL("polyffi.runner.vm", [](const Args& args, RetValue* rv) {
   int64_t alloc = AllocatorKind(args, 3);
   ObjectPtr<FunctionObj> load = lib->GetFunction("vm_load_executable", true);
   if (!load) {
-    Throw("TypeError", args.fname(), ": module of type '", lib->type_key(),
-          "' is not a relax VM executable (no vm_load_executable); a TVM 0.18 graph export "
-          "goes to polyffi.runner.graph");
+    const std::string key = lib->type_key();
+    const bool graph = key.rfind("GraphExecutor", 0) == 0 || key.rfind("GraphRuntime", 0) == 0;
+    Throw("TypeError", args.fname(), ": a ", key,
+          " module is not a relax VM executable (it has no vm_load_executable)",
+          graph ? "; a TVM 0.18 graph export runs as a GraphModule (polyffi.runner.graph)" : "");
   }
   std::vector<int64_t> init{static_cast<int64_t>(dev.device_type), dev.device_id, alloc};
   // TVM's wrapper adds the CPU for host-side work when the device is another one.
