@@ -34,6 +34,8 @@
 
 namespace polyffi_node {
 
+using polyffi::binding::Global;  // the core globals of polyffi/binding_common.h
+
 struct Instance;
 
 // ---- Handles (function.cc) --------------------------------------------------------------------
@@ -185,7 +187,9 @@ class ArgPack {
   bool SetShape(napi_env env, napi_value v, TVMValue* out, int* code);
   bool SetMapEntries(napi_env env, napi_value entries_array, TVMValue* out, int* code);
   bool SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code);
-  bool CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out, int* code);
+  // The object the constructor `which` makes of these values, kept as a temp of this pack.
+  bool MakeObject(napi_env env, Global which, TVMValue* values, int* codes, int n, TVMValue* out,
+                  int* code);
   void AddTemp(void* ptr, int kind) { extra().temps.push_back(Temp{ptr, kind}); }
   void KeepAlive(napi_env env, napi_value v);
 
@@ -247,11 +251,6 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
 // The core global `which` (polyffi/binding_common.h), looked up once per process. nullptr after
 // throwing.
-using polyffi::binding::Global;
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, Global which);
-// Throws the error for a failed shared helper (polyffi::binding::Failure) about `which`.
-napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
-                              polyffi::binding::Failure failure);
 
 // ---- Callbacks (callback.cc) -----------------------------------------------------------------
 // JS function -> owned function handle. nullptr with an exception pending.

@@ -20,8 +20,9 @@ namespace polyffi_node {
 
 const char* CodeName(int code) { return PolyffiTypeCodeName(code); }
 
-napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
-                              polyffi::binding::Failure failure) {
+// Throws the error for a failed shared helper (polyffi/binding_common.h) about `which`.
+static napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
+                                     polyffi::binding::Failure failure) {
   using polyffi::binding::Failure;
   if (failure == Failure::kLookupFailed || failure == Failure::kCallFailed) {
     return ThrowLastError(env, inst);
@@ -31,17 +32,14 @@ napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
                          std::string("polyffi: core global function ") +
                              polyffi::binding::GlobalName(which) + " is missing");
   }
-  return ThrowFFIError(
-      env, inst, "RuntimeError",
-      std::string("polyffi: ") + polyffi::binding::GlobalName(which) + " returned no bytes");
-}
-
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, Global which) {
-  polyffi::binding::Failure failure = polyffi::binding::Failure::kNone;
-  int rc = 0;
-  TVMFunctionHandle f = polyffi::binding::CachedGlobal(which, &failure, &rc);
-  if (f == nullptr) ThrowGlobalFailure(env, inst, which, failure);
-  return f;
+  if (which == Global::kArray || which == Global::kMap) {
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         "polyffi: container constructor returned no object");
+  }
+  const bool bytes = which == Global::kStringBytes || which == Global::kShapeTupleBytes;
+  return ThrowFFIError(env, inst, "RuntimeError",
+                       std::string("polyffi: ") + polyffi::binding::GlobalName(which) +
+                           (bytes ? " returned no bytes" : " returned no object"));
 }
 
 // ---- ArgPack ------------------------------------------------------------------------------------
@@ -179,27 +177,11 @@ int ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   }
   // Embedded NUL: a length-carrying runtime.String object (docs/spec/abi.md section 6, objects
   // and containers).
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kString);
-  if (f == nullptr) return 0;
   TVMByteArray arr{buf, len};
   TVMValue a;
   a.v_handle = &arr;
   int a_code = kTVMBytes;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
-    return 0;
-  }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.String returned no object");
-    return 0;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
-  *code = kTVMObjectHandle;
-  return 1;
+  return MakeObject(env, Global::kString, &a, &a_code, 1, out, code) ? 1 : 0;
 }
 
 static bool InstanceOf(napi_env env, napi_value v, napi_ref cls) {
@@ -249,28 +231,20 @@ bool ArgPack::SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code
   return true;
 }
 
-bool ArgPack::CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out,
-                            int* code) {
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, items.values(), items.codes(), items.size(), &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
+bool ArgPack::MakeObject(napi_env env, Global which, TVMValue* values, int* codes, int n,
+                         TVMValue* out, int* code) {
+  polyffi::binding::ObjectResult made = polyffi::binding::MakeObject(which, values, codes, n);
+  if (made.failure != polyffi::binding::Failure::kNone) {
+    ThrowGlobalFailure(env, inst_, which, made.failure);
     return false;
   }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: container constructor returned no object");
-    return false;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
+  AddTemp(made.handle, kTVMObjectHandle);
+  out->v_handle = made.handle;
   *code = kTVMObjectHandle;
   return true;
 }
 
 bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kArray);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
   std::vector<napi_value> items(n);
@@ -279,13 +253,11 @@ bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
   }
   ArgPack pack(inst_);
   if (!pack.SetAll(env, n, items.data())) return false;
-  return CallForObject(env, f, pack, out, code);
+  return MakeObject(env, Global::kArray, pack.values(), pack.codes(), pack.size(), out, code);
 }
 
 // An ffi.Shape: every element an integral number or a bigint in the int64 range.
 bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kShapeTuple);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
   std::vector<TVMValue> dims(n);
@@ -310,27 +282,12 @@ bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
       return false;
     }
   }
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, dims.data(), codes.data(), static_cast<int>(n), &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
-    return false;
-  }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.ShapeTuple returned no object");
-    return false;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
-  *code = kTVMObjectHandle;
-  return true;
+  return MakeObject(env, Global::kShapeTuple, dims.data(), codes.data(), static_cast<int>(n), out,
+                    code);
 }
 
 // entries: a JS array [[k, v], ...]
 bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, Global::kMap);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, entries, &n);
   std::vector<napi_value> flat(2 * size_t{n});
@@ -344,7 +301,7 @@ bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int
   }
   ArgPack pack(inst_);
   if (!pack.SetAll(env, flat.size(), flat.data())) return false;
-  return CallForObject(env, f, pack, out, code);
+  return MakeObject(env, Global::kMap, pack.values(), pack.codes(), pack.size(), out, code);
 }
 
 bool ArgPack::SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code) {

@@ -216,13 +216,6 @@ int ParseDataType(const char* s, DLDataType* out);
 // Formats a DLDataType the way the runtime does ("float32", "int8x4", "bool").
 PyObject* DataTypeToString(DLDataType t);
 
-// The core global `which` (polyffi/binding_common.h), looked up once per process. Borrowed;
-// NULL with an exception set.
-using polyffi::binding::Global;
-TVMFunctionHandle CachedGlobal(Global which);
-// Raises the error for a failed shared helper about `which`; returns NULL.
-PyObject* RaiseGlobalFailure(Global which, polyffi::binding::Failure failure, int rc, int ret_code);
-
 // Python classes registered from the package (polyffi.value etc.) for returned objects.
 PyObject* ClassForTypeIndex(uint32_t tindex);  // borrowed; never NULL after init
 extern PyObject* g_type_key_registry;          // dict: type key -> class

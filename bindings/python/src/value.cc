@@ -16,10 +16,13 @@ PyTypeObject* g_shape_class = nullptr;
 
 static const char kOpaqueCapsuleName[] = "polyffi.opaque_handle";
 
-// ---- Cached core globals ----------------------------------------------------------------------
+// ---- Core globals (looked up once, in polyffi/binding_common.h) ---------------------------------
 
-PyObject* RaiseGlobalFailure(Global which, polyffi::binding::Failure failure, int rc,
-                             int ret_code) {
+using polyffi::binding::Global;
+
+// Raises the error for a failed shared helper about `which`; returns NULL.
+static PyObject* RaiseGlobalFailure(Global which, polyffi::binding::Failure failure, int rc,
+                                    int ret_code) {
   using polyffi::binding::Failure;
   const char* name = polyffi::binding::GlobalName(which);
   if (failure == Failure::kLookupFailed || failure == Failure::kCallFailed) {
@@ -31,14 +34,6 @@ PyObject* RaiseGlobalFailure(Global which, polyffi::binding::Failure failure, in
     PyErr_Format(PyExc_RuntimeError, "polyffi: %s returned type code %d", name, ret_code);
   }
   return nullptr;
-}
-
-TVMFunctionHandle CachedGlobal(Global which) {
-  polyffi::binding::Failure failure = polyffi::binding::Failure::kNone;
-  int rc = 0;
-  TVMFunctionHandle f = polyffi::binding::CachedGlobal(which, &failure, &rc);
-  if (f == nullptr) RaiseGlobalFailure(which, failure, rc, kTVMNullptr);
-  return f;
 }
 
 static std::unordered_map<unsigned, PyObject*>& ClassCache() {
@@ -144,23 +139,16 @@ int64_t* ArgPack::AllocInt64(int count) {
   return AddTemp(out, kTempMemory) == 0 ? out : nullptr;
 }
 
+static void* MakeCoreObject(Global which, TVMValue* values, int* codes, int n);
+
 // A str with embedded NUL bytes travels as a runtime.String object (docs/spec/abi.md section 6,
 // objects and containers).
 static void* MakeRuntimeString(const char* data, Py_ssize_t size) {
-  TVMFunctionHandle f = CachedGlobal(Global::kString);
-  if (f == nullptr) return nullptr;
   TVMByteArray arr{data, static_cast<size_t>(size)};
   TVMValue v;
   v.v_handle = &arr;
   int code = kTVMBytes;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (!CheckCall(TVMFuncCall(f, &v, &code, 1, &ret, &ret_code))) return nullptr;
-  if (ret_code != kTVMObjectHandle) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.String returned type code %d", ret_code);
-    return nullptr;
-  }
-  return ret.v_handle;
+  return MakeCoreObject(Global::kString, &v, &code, 1);
 }
 
 // Byte strides -> element strides; false when a stride is not a whole number of elements.
@@ -444,22 +432,20 @@ std::string ArgPack::Subject(int i) const {
 
 // ---- Containers -------------------------------------------------------------------------------
 
-static void* CallForObject(TVMFunctionHandle f, ArgPack& pack, const char* what) {
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (!CheckCall(TVMFuncCall(f, pack.values(), pack.codes(), pack.size(), &ret, &ret_code))) {
-    return nullptr;
+// The object the constructor `which` makes of pack's values: owned, or NULL with an exception set.
+static void* MakeCoreObject(Global which, TVMValue* values, int* codes, int n) {
+  polyffi::binding::ObjectResult made = polyffi::binding::MakeObject(which, values, codes, n);
+  if (made.failure != polyffi::binding::Failure::kNone) {
+    RaiseGlobalFailure(which, made.failure, made.rc, made.ret_code);
   }
-  if (ret_code != kTVMObjectHandle) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: %s returned type code %d", what, ret_code);
-    return nullptr;
-  }
-  return ret.v_handle;
+  return made.handle;
+}
+
+static void* CallForObject(Global which, ArgPack& pack) {
+  return MakeCoreObject(which, pack.values(), pack.codes(), pack.size());
 }
 
 void* MakeArray(PyObject* seq) {
-  TVMFunctionHandle f = CachedGlobal(Global::kArray);
-  if (f == nullptr) return nullptr;
   PyObject* fast = PySequence_Fast(seq, "polyffi: expected a sequence");
   if (fast == nullptr) return nullptr;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
@@ -476,15 +462,13 @@ void* MakeArray(PyObject* seq) {
     for (; i < n; ++i) {
       if (pack.Set(i, items[i]) != 0) break;
     }
-    if (i == n) result = CallForObject(f, pack, "runtime.Array");
+    if (i == n) result = CallForObject(Global::kArray, pack);
   }
   Py_DECREF(fast);
   return result;
 }
 
 void* MakeMap(PyObject* dict) {
-  TVMFunctionHandle f = CachedGlobal(Global::kMap);
-  if (f == nullptr) return nullptr;
   Py_ssize_t n = PyDict_Size(dict);
   ArgPack pack(2 * n, /*allow_views=*/false);
   if (!pack.ok()) {
@@ -503,12 +487,10 @@ void* MakeMap(PyObject* dict) {
     PyErr_SetString(PyExc_RuntimeError, "polyffi: dict changed size during conversion");
     return nullptr;
   }
-  return CallForObject(f, pack, "runtime.Map");
+  return CallForObject(Global::kMap, pack);
 }
 
 void* MakeShapeTuple(PyObject* shape) {
-  TVMFunctionHandle f = CachedGlobal(Global::kShapeTuple);
-  if (f == nullptr) return nullptr;
   Py_ssize_t n = PyTuple_GET_SIZE(shape);
   ArgPack pack(n, /*allow_views=*/false);
   if (!pack.ok()) {
@@ -525,7 +507,7 @@ void* MakeShapeTuple(PyObject* shape) {
     }
     if (pack.Set(static_cast<int>(i), item) != 0) return nullptr;
   }
-  return CallForObject(f, pack, "runtime.ShapeTuple");
+  return CallForObject(Global::kShapeTuple, pack);
 }
 
 // ---- Returns ----------------------------------------------------------------------------------

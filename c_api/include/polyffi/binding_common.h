@@ -11,9 +11,9 @@
  *
  * In C++ also (namespace polyffi::binding): the core globals the bindings call on their hot
  * paths, looked up once per process by an enum and safe from any thread; the type indices of the
- * objects they turn into native values (runtime.String, runtime.ShapeTuple); and reading a
- * String or ShapeTuple object's bytes, which returns data/size or a typed failure that each
- * binding turns into its own error.
+ * objects they turn into native values (runtime.String, runtime.ShapeTuple); making an Array,
+ * Map, String or ShapeTuple object; and reading a String or ShapeTuple object's bytes. Each
+ * returns its result or a typed failure that the binding turns into its own error.
  */
 #ifndef POLYFFI_BINDING_COMMON_H_
 #define POLYFFI_BINDING_COMMON_H_
@@ -172,6 +172,36 @@ inline BytesResult ObjectBytes(Global which, void* obj, bool accept_str) {
   } else if (out.ret_code == kTVMStr && accept_str) {
     out.data = ret.v_str;
     out.size = std::strlen(ret.v_str);
+  } else {
+    PolyffiFreeHandle(ret.v_handle, out.ret_code);
+    out.failure = Failure::kWrongCode;
+  }
+  return out;
+}
+
+/*! \brief What MakeObject made: an owned object handle, or the failure (as in BytesResult). */
+struct ObjectResult {
+  void* handle = nullptr;
+  Failure failure = Failure::kNone;
+  int rc = 0;
+  int ret_code = kTVMNullptr;
+};
+
+/*!
+ * \brief Calls the constructor `which` (runtime.Array, Map, String or ShapeTuple) on n C
+ * arguments: the object it made, which the caller owns, or the failure. A result of any other
+ * code is kWrongCode and whatever reference it held is dropped.
+ */
+inline ObjectResult MakeObject(Global which, TVMValue* values, int* codes, int n) {
+  ObjectResult out;
+  TVMFunctionHandle f = CachedGlobal(which, &out.failure, &out.rc);
+  if (f == nullptr) return out;
+  TVMValue ret;
+  out.rc = TVMFuncCall(f, values, codes, n, &ret, &out.ret_code);
+  if (out.rc != 0) {
+    out.failure = Failure::kCallFailed;
+  } else if (out.ret_code == kTVMObjectHandle) {
+    out.handle = ret.v_handle;
   } else {
     PolyffiFreeHandle(ret.v_handle, out.ret_code);
     out.failure = Failure::kWrongCode;
