@@ -45,43 +45,40 @@ extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_typeIndexToKey(JNIE
   return NewStringUtf8(env, key, std::strlen(key));
 }
 
-// Throws the Java exception for a failed shared helper (polyffi/binding_common.h) about `which`.
-static void ThrowGlobalFailure(JNIEnv* env, const polyffi::binding::BytesResult& r,
-                               polyffi::binding::Global which) {
-  using polyffi::binding::Failure;
-  std::string name = polyffi::binding::GlobalName(which);
-  if (r.failure == Failure::kLookupFailed || r.failure == Failure::kCallFailed) {
+namespace binding = polyffi::binding;
+
+// The bytes of a String or ShapeTuple object (borrowed: the caller frees it), read through
+// `which` (runtime.StringBytes or runtime.ShapeTupleBytes); false with a Java exception pending.
+static bool ReadObjectBytes(JNIEnv* env, jlong handle, binding::Global which,
+                            binding::BytesResult* r) {
+  *r = binding::ObjectBytes(which, reinterpret_cast<void*>(handle),
+                            which == binding::Global::kStringBytes);
+  if (r->failure == binding::Failure::kNone) return true;
+  std::string name = binding::GlobalName(which);
+  if (r->failure == binding::Failure::kLookupFailed ||
+      r->failure == binding::Failure::kCallFailed) {
     ThrowLastError(env);
-  } else if (r.failure == Failure::kMissing) {
+  } else if (r->failure == binding::Failure::kMissing) {
     ThrowFFI(env, "ValueError", "Cannot find global function " + name);
   } else {
-    ThrowFFI(env, "TypeError", name + " returned type code " + std::to_string(r.ret_code));
+    ThrowFFI(env, "TypeError", name + " returned type code " + std::to_string(r->ret_code));
   }
+  return false;
 }
 
-// The text of a runtime.String object (borrowed: the caller frees it).
 extern "C" JNIEXPORT jstring JNICALL Java_org_polyffi_Native_stringObjectValue(JNIEnv* env, jclass,
                                                                                jlong handle) {
-  polyffi::binding::BytesResult text =
-      polyffi::binding::StringObjectBytes(reinterpret_cast<void*>(handle));
-  if (text.failure != polyffi::binding::Failure::kNone) {
-    ThrowGlobalFailure(env, text, polyffi::binding::Global::kStringBytes);
-    return nullptr;
-  }
+  binding::BytesResult text;
+  if (!ReadObjectBytes(env, handle, binding::Global::kStringBytes, &text)) return nullptr;
   return NewStringUtf8(env, text.data, text.size);
 }
 
-// The dimensions of a runtime.ShapeTuple object (borrowed: the caller frees it).
 extern "C" JNIEXPORT jlongArray JNICALL Java_org_polyffi_Native_shapeTupleDims(JNIEnv* env, jclass,
                                                                                jlong handle) {
-  polyffi::binding::BytesResult dims =
-      polyffi::binding::ShapeTupleObjectBytes(reinterpret_cast<void*>(handle));
-  if (dims.failure != polyffi::binding::Failure::kNone) {
-    ThrowGlobalFailure(env, dims, polyffi::binding::Global::kShapeTupleBytes);
-    return nullptr;
-  }
+  binding::BytesResult dims;
+  if (!ReadObjectBytes(env, handle, binding::Global::kShapeTupleBytes, &dims)) return nullptr;
   std::vector<jlong> values(dims.size / sizeof(int64_t));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = polyffi::binding::ShapeDim(dims, i);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = binding::ShapeDim(dims, i);
   jsize n = static_cast<jsize>(values.size());
   jlongArray out = env->NewLongArray(n);
   if (out == nullptr) return nullptr;  // OutOfMemoryError pending
