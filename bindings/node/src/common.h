@@ -249,8 +249,6 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
 // Converts a callback argument (borrowed: objects are retained first).
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
-// The core global `which` (polyffi/binding_common.h), looked up once per process. nullptr after
-// throwing.
 
 // ---- Callbacks (callback.cc) -----------------------------------------------------------------
 // JS function -> owned function handle. nullptr with an exception pending.
