@@ -73,20 +73,10 @@ class VirtualMachine {
       throw new FFIError('polyffi: VirtualMachine: device must be an ffi.Device (e.g. ffi.cpu())',
         'TypeError');
     }
-    if (allocator !== 'pooled' && allocator !== 'naive') {
-      throw new FFIError(`polyffi: VirtualMachine: allocator must be 'pooled' or 'naive', not ` +
-        `${JSON.stringify(allocator)}`, 'ValueError');
-    }
-    const load = lib.getFunction('vm_load_executable', { allowMissing: true });
-    if (load !== null) load.dispose();
-    if (load === null) {
-      const key = lib.typeKey;
-      const hint = /^Graph(Executor|Runtime)/.test(key)
-        ? '; a TVM 0.18 graph export goes to GraphModule.fromFactory' : '';
-      throw new FFIError(`polyffi: VirtualMachine: a ${key} module is not a relax VM executable ` +
-        `(it has no vm_load_executable)${hint}`, 'TypeError');
-    }
-    /** The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool. */
+    /**
+     * The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool; it
+     * refuses a library that is not a relax VM executable and an unknown allocator.
+     */
     this.runner = getGlobalFunc('polyffi.runner.vm')(lib, device.deviceType, device.deviceId,
       allocator);
     this._run = this.runner.getFunction('run');

@@ -6,6 +6,7 @@
 
 #include <dlpack/dlpack.h>
 #include <napi.h>
+#include <polyffi/binding_common.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <atomic>
@@ -32,6 +33,8 @@
 #endif
 
 namespace polyffi_node {
+
+using polyffi::binding::Global;  // the core globals of polyffi/binding_common.h
 
 struct Instance;
 
@@ -100,8 +103,6 @@ struct Instance {
   // A JS exception thrown by a callback, re-thrown by the outer call that reports its text.
   napi_ref stash = nullptr;
   std::string stash_text;
-  int64_t string_tindex = -2;  // type index of runtime.String (-2: unknown yet, -1: none)
-  int64_t shape_tindex = -2;   // type index of runtime.ShapeTuple (the same convention)
   // PackedFuncs (function.cc): each is callPacked bound to a (slot, generation) token, and its
   // Ref lives in fn_slots[slot]; dispose() recycles the slot at once (generation + 1), so that
   // convert + dispose leaves no native finalizer for Node to run later.
@@ -186,7 +187,9 @@ class ArgPack {
   bool SetShape(napi_env env, napi_value v, TVMValue* out, int* code);
   bool SetMapEntries(napi_env env, napi_value entries_array, TVMValue* out, int* code);
   bool SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code);
-  bool CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out, int* code);
+  // The object the constructor `which` makes of these values, kept as a temp of this pack.
+  bool MakeObject(napi_env env, Global which, TVMValue* values, int* codes, int n, TVMValue* out,
+                  int* code);
   void AddTemp(void* ptr, int kind) { extra().temps.push_back(Temp{ptr, kind}); }
   void KeepAlive(napi_env env, napi_value v);
 
@@ -246,17 +249,6 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
 // Converts a callback argument (borrowed: objects are retained first).
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
-// The global function `name`, looked up once per process. nullptr after throwing.
-enum CachedGlobal {
-  kRuntimeArray,
-  kRuntimeMap,
-  kRuntimeString,
-  kRuntimeStringBytes,
-  kRuntimeShapeTuple,
-  kRuntimeShapeTupleBytes,
-  kNumCachedGlobals
-};
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which);
 
 // ---- Callbacks (callback.cc) -----------------------------------------------------------------
 // JS function -> owned function handle. nullptr with an exception pending.

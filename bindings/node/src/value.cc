@@ -20,26 +20,26 @@ namespace polyffi_node {
 
 const char* CodeName(int code) { return PolyffiTypeCodeName(code); }
 
-TVMFunctionHandle CachedGlobalFunc(napi_env env, Instance* inst, CachedGlobal which) {
-  // Looked up once and kept for the life of the process (the registry is never torn down).
-  static std::atomic<TVMFunctionHandle> cache[kNumCachedGlobals];
-  static const char* const names[kNumCachedGlobals] = {
-      "runtime.Array",       "runtime.Map",        "runtime.String",
-      "runtime.StringBytes", "runtime.ShapeTuple", "runtime.ShapeTupleBytes"};
-  TVMFunctionHandle f = cache[which].load(std::memory_order_acquire);
-  if (f != nullptr) return f;
-  if (TVMFuncGetGlobal(names[which], &f) != 0) return ThrowLastError(env, inst), nullptr;
-  if (f == nullptr) {
-    ThrowFFIError(env, inst, "RuntimeError",
-                  std::string("polyffi: core global function ") + names[which] + " is missing");
-    return nullptr;
+// Throws the error for a failed shared helper (polyffi/binding_common.h) about `which`.
+static napi_value ThrowGlobalFailure(napi_env env, Instance* inst, Global which,
+                                     polyffi::binding::Failure failure) {
+  using polyffi::binding::Failure;
+  if (failure == Failure::kLookupFailed || failure == Failure::kCallFailed) {
+    return ThrowLastError(env, inst);
   }
-  TVMFunctionHandle expected = nullptr;
-  if (!cache[which].compare_exchange_strong(expected, f)) {
-    TVMFuncFree(f);
-    f = expected;
+  if (failure == Failure::kMissing) {
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         std::string("polyffi: core global function ") +
+                             polyffi::binding::GlobalName(which) + " is missing");
   }
-  return f;
+  if (which == Global::kArray || which == Global::kMap) {
+    return ThrowFFIError(env, inst, "RuntimeError",
+                         "polyffi: container constructor returned no object");
+  }
+  const bool bytes = which == Global::kStringBytes || which == Global::kShapeTupleBytes;
+  return ThrowFFIError(env, inst, "RuntimeError",
+                       std::string("polyffi: ") + polyffi::binding::GlobalName(which) +
+                           (bytes ? " returned no bytes" : " returned no object"));
 }
 
 // ---- ArgPack ------------------------------------------------------------------------------------
@@ -177,27 +177,11 @@ int ArgPack::SetString(napi_env env, napi_value v, TVMValue* out, int* code) {
   }
   // Embedded NUL: a length-carrying runtime.String object (docs/spec/abi.md section 6, objects
   // and containers).
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeString);
-  if (f == nullptr) return 0;
   TVMByteArray arr{buf, len};
   TVMValue a;
   a.v_handle = &arr;
   int a_code = kTVMBytes;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
-    return 0;
-  }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.String returned no object");
-    return 0;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
-  *code = kTVMObjectHandle;
-  return 1;
+  return MakeObject(env, Global::kString, &a, &a_code, 1, out, code) ? 1 : 0;
 }
 
 static bool InstanceOf(napi_env env, napi_value v, napi_ref cls) {
@@ -247,28 +231,20 @@ bool ArgPack::SetTypedArray(napi_env env, napi_value v, TVMValue* out, int* code
   return true;
 }
 
-bool ArgPack::CallForObject(napi_env env, TVMFunctionHandle f, ArgPack& items, TVMValue* out,
-                            int* code) {
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, items.values(), items.codes(), items.size(), &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
+bool ArgPack::MakeObject(napi_env env, Global which, TVMValue* values, int* codes, int n,
+                         TVMValue* out, int* code) {
+  polyffi::binding::ObjectResult made = polyffi::binding::MakeObject(which, values, codes, n);
+  if (made.failure != polyffi::binding::Failure::kNone) {
+    ThrowGlobalFailure(env, inst_, which, made.failure);
     return false;
   }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: container constructor returned no object");
-    return false;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
+  AddTemp(made.handle, kTVMObjectHandle);
+  out->v_handle = made.handle;
   *code = kTVMObjectHandle;
   return true;
 }
 
 bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeArray);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
   std::vector<napi_value> items(n);
@@ -277,13 +253,11 @@ bool ArgPack::SetArray(napi_env env, napi_value v, TVMValue* out, int* code) {
   }
   ArgPack pack(inst_);
   if (!pack.SetAll(env, n, items.data())) return false;
-  return CallForObject(env, f, pack, out, code);
+  return MakeObject(env, Global::kArray, pack.values(), pack.codes(), pack.size(), out, code);
 }
 
 // An ffi.Shape: every element an integral number or a bigint in the int64 range.
 bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeShapeTuple);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, v, &n);
   std::vector<TVMValue> dims(n);
@@ -308,27 +282,12 @@ bool ArgPack::SetShape(napi_env env, napi_value v, TVMValue* out, int* code) {
       return false;
     }
   }
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (TVMFuncCall(f, dims.data(), codes.data(), static_cast<int>(n), &ret, &ret_code) != 0) {
-    ThrowLastError(env, inst_);
-    return false;
-  }
-  if (ret_code != kTVMObjectHandle) {
-    FreeHandle(ret.v_handle, ret_code);
-    ThrowFFIError(env, inst_, "RuntimeError", "polyffi: runtime.ShapeTuple returned no object");
-    return false;
-  }
-  AddTemp(ret.v_handle, kTVMObjectHandle);
-  *out = ret;
-  *code = kTVMObjectHandle;
-  return true;
+  return MakeObject(env, Global::kShapeTuple, dims.data(), codes.data(), static_cast<int>(n), out,
+                    code);
 }
 
 // entries: a JS array [[k, v], ...]
 bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int* code) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst_, kRuntimeMap);
-  if (f == nullptr) return false;
   uint32_t n = 0;
   napi_get_array_length(env, entries, &n);
   std::vector<napi_value> flat(2 * size_t{n});
@@ -342,7 +301,7 @@ bool ArgPack::SetMapEntries(napi_env env, napi_value entries, TVMValue* out, int
   }
   ArgPack pack(inst_);
   if (!pack.SetAll(env, flat.size(), flat.data())) return false;
-  return CallForObject(env, f, pack, out, code);
+  return MakeObject(env, Global::kMap, pack.values(), pack.codes(), pack.size(), out, code);
 }
 
 bool ArgPack::SetPlainObject(napi_env env, napi_value v, TVMValue* out, int* code) {
@@ -515,79 +474,32 @@ static napi_value IntOut(napi_env env, Instance* inst, int64_t i) {
   return NumberOut(env, inst, out, false);
 }
 
-static int64_t StringTypeIndex(Instance* inst) {
-  if (inst->string_tindex == -2) {
-    unsigned t = 0;
-    inst->string_tindex =
-        TVMObjectTypeKey2Index("runtime.String", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return inst->string_tindex;
-}
-
 // runtime.String object (owned) -> JS string; frees the object.
 static napi_value StringObjectOut(napi_env env, Instance* inst, void* obj) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst, kRuntimeStringBytes);
-  if (f == nullptr) {
-    TVMObjectFree(obj);
-    return nullptr;
-  }
-  TVMValue a;
-  a.v_handle = obj;
-  int a_code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult text = polyffi::binding::StringObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return ThrowLastError(env, inst);
-  if (ret_code != kTVMBytes) {
-    FreeHandle(ret.v_handle, ret_code);
-    return ThrowFFIError(env, inst, "RuntimeError",
-                         "polyffi: runtime.StringBytes returned no bytes");
+  if (text.failure != polyffi::binding::Failure::kNone) {
+    return ThrowGlobalFailure(env, inst, Global::kStringBytes, text.failure);
   }
-  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
   napi_value out;
-  napi_create_string_utf8(env, arr->data, arr->size, &out);
+  napi_create_string_utf8(env, text.data, text.size, &out);
   return out;
-}
-
-static int64_t ShapeTypeIndex(Instance* inst) {
-  if (inst->shape_tindex == -2) {
-    unsigned t = 0;
-    inst->shape_tindex =
-        TVMObjectTypeKey2Index("runtime.ShapeTuple", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return inst->shape_tindex;
 }
 
 // runtime.ShapeTuple object (owned) -> ffi.Shape, read in one call; frees the object.
 static napi_value ShapeOut(napi_env env, Instance* inst, void* obj) {
-  TVMFunctionHandle f = CachedGlobalFunc(env, inst, kRuntimeShapeTupleBytes);
-  if (f == nullptr) {
-    TVMObjectFree(obj);
-    return nullptr;
-  }
-  TVMValue a;
-  a.v_handle = obj;
-  int a_code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &a, &a_code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult dims = polyffi::binding::ShapeTupleObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return ThrowLastError(env, inst);
-  if (ret_code != kTVMBytes) {
-    FreeHandle(ret.v_handle, ret_code);
-    return ThrowFFIError(env, inst, "RuntimeError",
-                         "polyffi: runtime.ShapeTupleBytes returned no bytes");
+  if (dims.failure != polyffi::binding::Failure::kNone) {
+    return ThrowGlobalFailure(env, inst, Global::kShapeTupleBytes, dims.failure);
   }
-  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
-  size_t n = arr->size / sizeof(int64_t);
+  size_t n = dims.size / sizeof(int64_t);
   napi_value out;
   if (!CheckStatus(env, napi_new_instance(env, Get(env, inst->shape_cls), 0, nullptr, &out))) {
     return nullptr;
   }
   for (size_t i = 0; i < n; ++i) {
-    int64_t d;
-    std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
+    int64_t d = polyffi::binding::ShapeDim(dims, i);
     napi_value item;
     if (d >= -9007199254740991LL && d <= 9007199254740991LL) {
       napi_create_double(env, static_cast<double>(d), &item);
@@ -649,10 +561,13 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code) {
     case kTVMObjectHandle: {
       unsigned tindex = 0;
       if (v.v_handle != nullptr && TVMObjectGetTypeIndex(v.v_handle, &tindex) == 0 &&
-          static_cast<int64_t>(tindex) == StringTypeIndex(inst)) {
+          static_cast<int64_t>(tindex) ==
+              polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kString)) {
         return StringObjectOut(env, inst, v.v_handle);
       }
-      if (v.v_handle != nullptr && static_cast<int64_t>(tindex) == ShapeTypeIndex(inst)) {
+      if (v.v_handle != nullptr &&
+          static_cast<int64_t>(tindex) ==
+              polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kShapeTuple)) {
         return ShapeOut(env, inst, v.v_handle);
       }
       return WrapHandle(inst, v.v_handle, code);

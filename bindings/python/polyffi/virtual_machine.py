@@ -26,9 +26,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .registry import Module, get_global_func
 from .value import Array, Device, cpu
 
-_ALLOCATORS = ("naive", "pooled")
-
-
 def _convert(value: Any) -> Any:
     """Lists and tuples as runtime Arrays (tuple parameters); everything else as it is."""
     t = type(value)
@@ -59,23 +56,16 @@ class VirtualMachine:
         if not isinstance(lib, Module):
             kind = type(lib).__name__
             raise TypeError(f"VirtualMachine(lib, device): expected a Module but got {kind}")
-        if "vm_load_executable" not in lib:
-            raise TypeError(
-                f"VirtualMachine(lib, device): module of type {lib.type_key!r} is not a relax VM "
-                "executable (no vm_load_executable); a TVM 0.18 graph export goes to GraphModule")
         if device is None:
             device = cpu()
         if not isinstance(device, Device):
             raise TypeError(
                 f"VirtualMachine(lib, device): device must be a polyffi.Device, "
                 f"not {type(device).__name__}")
-        if memory_cfg not in _ALLOCATORS:
-            raise ValueError(
-                f"VirtualMachine: memory_cfg must be one of {sorted(_ALLOCATORS)}, "
-                f"not {memory_cfg!r}")
         self.lib = lib
         self.device = device
-        #: The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool.
+        #: The core's model runner (polyffi.runner.vm): the VM protocol, staging and the pool;
+        #: it refuses a library that is not a relax VM executable and an unknown memory_cfg.
         self.runner: Module = get_global_func("polyffi.runner.vm")(
             lib, device.device_type, device.device_id, memory_cfg)
         self._run = self.runner["run"]

@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlpack/dlpack.h>
+#include <polyffi/binding_common.h>
 #include <polyffi/c_runtime_api.h>
 #include <polyffi/dlpack_compat.h>
 #include <polyffi/dtype_string.h>
@@ -214,18 +215,6 @@ void* MakeShapeTuple(PyObject* shape);
 int ParseDataType(const char* s, DLDataType* out);
 // Formats a DLDataType the way the runtime does ("float32", "int8x4", "bool").
 PyObject* DataTypeToString(DLDataType t);
-
-// Lookup of core global functions used by the binding, cached once per process. Borrowed.
-TVMFunctionHandle CachedGlobal(int which);
-enum CachedGlobalId {
-  kRuntimeArray = 0,
-  kRuntimeMap,
-  kRuntimeString,
-  kRuntimeStringBytes,
-  kRuntimeShapeTuple,
-  kRuntimeShapeTupleBytes,
-  kNumCachedGlobals
-};
 
 // Python classes registered from the package (polyffi.value etc.) for returned objects.
 PyObject* ClassForTypeIndex(uint32_t tindex);  // borrowed; never NULL after init

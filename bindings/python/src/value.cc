@@ -16,23 +16,24 @@ PyTypeObject* g_shape_class = nullptr;
 
 static const char kOpaqueCapsuleName[] = "polyffi.opaque_handle";
 
-// ---- Cached core globals ----------------------------------------------------------------------
+// ---- Core globals (looked up once, in polyffi/binding_common.h) ---------------------------------
 
-TVMFunctionHandle CachedGlobal(int which) {
-  // Looked up once and kept for the life of the process (the registry is never torn down).
-  static TVMFunctionHandle cache[kNumCachedGlobals] = {};
-  static const char* const names[kNumCachedGlobals] = {
-      "runtime.Array",       "runtime.Map",        "runtime.String",
-      "runtime.StringBytes", "runtime.ShapeTuple", "runtime.ShapeTupleBytes"};
-  if (cache[which] != nullptr) return cache[which];
-  TVMFunctionHandle f = nullptr;
-  if (!CheckCall(TVMFuncGetGlobal(names[which], &f))) return nullptr;
-  if (f == nullptr) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: core global function %s is missing", names[which]);
-    return nullptr;
+using polyffi::binding::Global;
+
+// Raises the error for a failed shared helper about `which`; returns NULL.
+static PyObject* RaiseGlobalFailure(Global which, polyffi::binding::Failure failure, int rc,
+                                    int ret_code) {
+  using polyffi::binding::Failure;
+  const char* name = polyffi::binding::GlobalName(which);
+  if (failure == Failure::kLookupFailed || failure == Failure::kCallFailed) {
+    return RaiseLastError(rc);
   }
-  cache[which] = f;
-  return f;
+  if (failure == Failure::kMissing) {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: core global function %s is missing", name);
+  } else {
+    PyErr_Format(PyExc_RuntimeError, "polyffi: %s returned type code %d", name, ret_code);
+  }
+  return nullptr;
 }
 
 static std::unordered_map<unsigned, PyObject*>& ClassCache() {
@@ -58,26 +59,6 @@ PyObject* ClassForTypeIndex(uint32_t tindex) {
   }
   cache.emplace(tindex, cls);
   return cls;
-}
-
-// Type index of runtime.String objects, looked up lazily (-1 while unknown).
-static int64_t StringTypeIndex() {
-  static int64_t tindex = -2;
-  if (tindex == -2) {
-    unsigned t = 0;
-    tindex = TVMObjectTypeKey2Index("runtime.String", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return tindex;
-}
-
-// Type index of runtime.ShapeTuple objects, looked up lazily (-1 while unknown).
-static int64_t ShapeTupleTypeIndex() {
-  static int64_t tindex = -2;
-  if (tindex == -2) {
-    unsigned t = 0;
-    tindex = TVMObjectTypeKey2Index("runtime.ShapeTuple", &t) == 0 ? static_cast<int64_t>(t) : -1;
-  }
-  return tindex;
 }
 
 // ---- ArgPack ----------------------------------------------------------------------------------
@@ -158,23 +139,16 @@ int64_t* ArgPack::AllocInt64(int count) {
   return AddTemp(out, kTempMemory) == 0 ? out : nullptr;
 }
 
+static void* MakeCoreObject(Global which, TVMValue* values, int* codes, int n);
+
 // A str with embedded NUL bytes travels as a runtime.String object (docs/spec/abi.md section 6,
 // objects and containers).
 static void* MakeRuntimeString(const char* data, Py_ssize_t size) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeString);
-  if (f == nullptr) return nullptr;
   TVMByteArray arr{data, static_cast<size_t>(size)};
   TVMValue v;
   v.v_handle = &arr;
   int code = kTVMBytes;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (!CheckCall(TVMFuncCall(f, &v, &code, 1, &ret, &ret_code))) return nullptr;
-  if (ret_code != kTVMObjectHandle) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.String returned type code %d", ret_code);
-    return nullptr;
-  }
-  return ret.v_handle;
+  return MakeCoreObject(Global::kString, &v, &code, 1);
 }
 
 // Byte strides -> element strides; false when a stride is not a whole number of elements.
@@ -458,22 +432,20 @@ std::string ArgPack::Subject(int i) const {
 
 // ---- Containers -------------------------------------------------------------------------------
 
-static void* CallForObject(TVMFunctionHandle f, ArgPack& pack, const char* what) {
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  if (!CheckCall(TVMFuncCall(f, pack.values(), pack.codes(), pack.size(), &ret, &ret_code))) {
-    return nullptr;
+// The object the constructor `which` makes of pack's values: owned, or NULL with an exception set.
+static void* MakeCoreObject(Global which, TVMValue* values, int* codes, int n) {
+  polyffi::binding::ObjectResult made = polyffi::binding::MakeObject(which, values, codes, n);
+  if (made.failure != polyffi::binding::Failure::kNone) {
+    RaiseGlobalFailure(which, made.failure, made.rc, made.ret_code);
   }
-  if (ret_code != kTVMObjectHandle) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: %s returned type code %d", what, ret_code);
-    return nullptr;
-  }
-  return ret.v_handle;
+  return made.handle;
+}
+
+static void* CallForObject(Global which, ArgPack& pack) {
+  return MakeCoreObject(which, pack.values(), pack.codes(), pack.size());
 }
 
 void* MakeArray(PyObject* seq) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeArray);
-  if (f == nullptr) return nullptr;
   PyObject* fast = PySequence_Fast(seq, "polyffi: expected a sequence");
   if (fast == nullptr) return nullptr;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
@@ -490,15 +462,13 @@ void* MakeArray(PyObject* seq) {
     for (; i < n; ++i) {
       if (pack.Set(i, items[i]) != 0) break;
     }
-    if (i == n) result = CallForObject(f, pack, "runtime.Array");
+    if (i == n) result = CallForObject(Global::kArray, pack);
   }
   Py_DECREF(fast);
   return result;
 }
 
 void* MakeMap(PyObject* dict) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeMap);
-  if (f == nullptr) return nullptr;
   Py_ssize_t n = PyDict_Size(dict);
   ArgPack pack(2 * n, /*allow_views=*/false);
   if (!pack.ok()) {
@@ -517,12 +487,10 @@ void* MakeMap(PyObject* dict) {
     PyErr_SetString(PyExc_RuntimeError, "polyffi: dict changed size during conversion");
     return nullptr;
   }
-  return CallForObject(f, pack, "runtime.Map");
+  return CallForObject(Global::kMap, pack);
 }
 
 void* MakeShapeTuple(PyObject* shape) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeShapeTuple);
-  if (f == nullptr) return nullptr;
   Py_ssize_t n = PyTuple_GET_SIZE(shape);
   ArgPack pack(n, /*allow_views=*/false);
   if (!pack.ok()) {
@@ -539,7 +507,7 @@ void* MakeShapeTuple(PyObject* shape) {
     }
     if (pack.Set(static_cast<int>(i), item) != 0) return nullptr;
   }
-  return CallForObject(f, pack, "runtime.ShapeTuple");
+  return CallForObject(Global::kShapeTuple, pack);
 }
 
 // ---- Returns ----------------------------------------------------------------------------------
@@ -550,57 +518,31 @@ static PyObject* DecodeUtf8(const char* s, Py_ssize_t size) {
 }
 
 static PyObject* RuntimeStringToPython(void* obj) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeStringBytes);
-  if (f == nullptr) {
-    TVMObjectFree(obj);
-    return nullptr;
-  }
-  TVMValue v;
-  v.v_handle = obj;
-  int code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &v, &code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult text = polyffi::binding::StringObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return RaiseLastError(rc);
-  if (ret_code == kTVMBytes) {
-    auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
-    return DecodeUtf8(arr->data, static_cast<Py_ssize_t>(arr->size));
+  if (text.failure != polyffi::binding::Failure::kNone) {
+    return RaiseGlobalFailure(Global::kStringBytes, text.failure, text.rc, text.ret_code);
   }
-  if (ret_code == kTVMStr) return DecodeUtf8(ret.v_str, std::strlen(ret.v_str));
-  PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.StringBytes returned type code %d", ret_code);
-  return nullptr;
+  return DecodeUtf8(text.data, static_cast<Py_ssize_t>(text.size));
 }
 
 // A runtime.ShapeTuple as a polyffi.Shape; takes over (and frees) the reference to obj.
 static PyObject* ShapeTupleToPython(void* obj) {
-  TVMFunctionHandle f = CachedGlobal(kRuntimeShapeTupleBytes);
-  if (f == nullptr || g_shape_class == nullptr) {
-    if (f != nullptr) PyErr_SetString(PyExc_RuntimeError, "polyffi: Shape is not registered yet");
+  if (g_shape_class == nullptr) {
     TVMObjectFree(obj);
+    PyErr_SetString(PyExc_RuntimeError, "polyffi: Shape is not registered yet");
     return nullptr;
   }
-  TVMValue v;
-  v.v_handle = obj;
-  int code = kTVMObjectHandle;
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  int rc = TVMFuncCall(f, &v, &code, 1, &ret, &ret_code);
+  polyffi::binding::BytesResult raw = polyffi::binding::ShapeTupleObjectBytes(obj);
   TVMObjectFree(obj);
-  if (rc != 0) return RaiseLastError(rc);
-  if (ret_code != kTVMBytes) {
-    PyErr_Format(PyExc_RuntimeError, "polyffi: runtime.ShapeTupleBytes returned type code %d",
-                 ret_code);
-    return nullptr;
+  if (raw.failure != polyffi::binding::Failure::kNone) {
+    return RaiseGlobalFailure(Global::kShapeTupleBytes, raw.failure, raw.rc, raw.ret_code);
   }
-  auto* arr = static_cast<TVMByteArray*>(ret.v_handle);
-  Py_ssize_t n = static_cast<Py_ssize_t>(arr->size / sizeof(int64_t));
+  Py_ssize_t n = static_cast<Py_ssize_t>(raw.size / sizeof(int64_t));
   PyObject* dims = PyTuple_New(n);
   if (dims == nullptr) return nullptr;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    int64_t d;
-    std::memcpy(&d, arr->data + i * sizeof(int64_t), sizeof(d));
-    PyObject* item = PyLong_FromLongLong(d);
+    PyObject* item = PyLong_FromLongLong(polyffi::binding::ShapeDim(raw, i));
     if (item == nullptr) {
       Py_DECREF(dims);
       return nullptr;
@@ -651,10 +593,12 @@ PyObject* ReturnToPython(TVMValue value, int code) {
       if (value.v_handle == nullptr) Py_RETURN_NONE;
       unsigned tindex = 0;
       if (TVMObjectGetTypeIndex(value.v_handle, &tindex) == 0 &&
-          static_cast<int64_t>(tindex) == StringTypeIndex()) {
+          static_cast<int64_t>(tindex) ==
+              polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kString)) {
         return RuntimeStringToPython(value.v_handle);
       }
-      if (static_cast<int64_t>(tindex) == ShapeTupleTypeIndex()) {
+      if (static_cast<int64_t>(tindex) ==
+          polyffi::binding::CachedTypeIndex(polyffi::binding::TypeKey::kShapeTuple)) {
         return ShapeTupleToPython(value.v_handle);
       }
       return WrapHandle(value.v_handle, code);

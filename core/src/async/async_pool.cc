@@ -12,6 +12,7 @@
 #include <pthread.h>
 #endif
 
+#include "../stored_args.h"
 #include "polyffi/async.h"
 #include "polyffi/error.h"
 #include "polyffi/function.h"
@@ -167,13 +168,9 @@ class Pool {
     tls_cancel_flag = &call->cancel;
     int status = kTVMAsyncReturned;
     try {
-      size_t n = call->args.size();
-      std::vector<TVMValue> values(n);
-      std::vector<int> codes(n);
-      std::vector<TVMByteArray> bytes(n);
-      for (size_t i = 0; i < n; ++i) call->args[i].AsArg(&values[i], &codes[i], &bytes[i]);
+      StoredArgs a(call->args);
       RetValue rv;
-      call->func->Call(values.data(), codes.data(), static_cast<int>(n), &rv);
+      call->func->Call(a.values.data(), a.codes.data(), a.size(), &rv);
       rv.MoveToC(ret, ret_code);
     } catch (...) {
       status = SetLastErrorFromCurrentException();

@@ -52,6 +52,12 @@ class KernelArgs {
     codes_[n_++] = kTVMArgFloat;
     return *this;
   }
+  // Appends a group of arguments several kernels share (part(*this) appends them).
+  template <typename Part>
+  KernelArgs& With(const Part& part) {
+    part(*this);
+    return *this;
+  }
   void Call(const ObjectPtr<FunctionObj>& f) {
     RetValue rv;
     f->Call(values_, codes_, n_, &rv);
@@ -385,6 +391,14 @@ void PagedKVCacheObj::AttentionWithFusedQKV(int64_t layer_id, const DLTensor& qk
   View k_ragged(k_ragged_offset_.data(), kInt32, {batch_});
   const auto& pages = pages_[layer_id];
   const int64_t inline_rope = cfg_.rope_mode == 2 ? 1 : 0;
+  // The arguments the kernels over cached pages take after their queries, and the ones every
+  // attention kernel ends with.
+  auto over_pages = [&](KernelArgs& a) {
+    a.T(pages).T(page_indptr).T(page_indices).T(last_len).T(k_rope).T(positions);
+  };
+  auto rope_and_scale = [&](KernelArgs& a) {
+    a.I(inline_rope).F(cfg_.rotary_scale).F(cfg_.rotary_theta).F(sm_scale);
+  };
 
   // Split q/k/v; in "normal" mode rotary embeddings go onto q and k here.
   KernelArgs()
@@ -397,21 +411,7 @@ void PagedKVCacheObj::AttentionWithFusedQKV(int64_t layer_id, const DLTensor& qk
       .Call(k_.split_rotary);
   if (decode_) {
     KernelArgs().T(pages).T(k).T(v).T(append_pos).Call(k_.transpose_append);
-    KernelArgs()
-        .T(q)
-        .T(pages)
-        .T(page_indptr)
-        .T(page_indices)
-        .T(last_len)
-        .T(k_rope)
-        .T(positions)
-        .T(out_v)
-        .T(lse)
-        .I(inline_rope)
-        .F(cfg_.rotary_scale)
-        .F(cfg_.rotary_theta)
-        .F(sm_scale)
-        .Call(k_.decode_paged);
+    KernelArgs().T(q).With(over_pages).T(out_v).T(lse).With(rope_and_scale).Call(k_.decode_paged);
     return;
   }
   KernelArgs()
@@ -425,10 +425,7 @@ void PagedKVCacheObj::AttentionWithFusedQKV(int64_t layer_id, const DLTensor& qk
       .T(out_v)
       .T(lse)
       .I(1)  // causal
-      .I(inline_rope)
-      .F(cfg_.rotary_scale)
-      .F(cfg_.rotary_theta)
-      .F(sm_scale)
+      .With(rope_and_scale)
       .Call(k_.prefill_ragged);
   if (has_cached_) {
     View o_other(o_tmp_->tensor.data, dt, {n, nq, d});
@@ -436,19 +433,11 @@ void PagedKVCacheObj::AttentionWithFusedQKV(int64_t layer_id, const DLTensor& qk
     KernelArgs()
         .T(q)
         .T(indptr)
-        .T(pages)
-        .T(page_indptr)
-        .T(page_indices)
-        .T(last_len)
-        .T(k_rope)
-        .T(positions)
+        .With(over_pages)
         .T(o_other)
         .T(lse_other)
         .I(0)  // not causal: every cached token precedes the new ones
-        .I(inline_rope)
-        .F(cfg_.rotary_scale)
-        .F(cfg_.rotary_theta)
-        .F(sm_scale)
+        .With(rope_and_scale)
         .Call(k_.prefill_paged);
     KernelArgs().T(out_v).T(lse).T(o_other).T(lse_other).Call(k_.merge_inplace);
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../formats/tensor_cache_dir.h"
+#include "../model_runner/model_runner.h"
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
 
@@ -18,9 +19,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-void CallFn(FunctionObj* f, std::vector<TVMValue>* values, std::vector<int>* codes, RetValue* rv) {
-  f->Call(values->data(), codes->data(), static_cast<int>(values->size()), rv);
-}
+using model_runner::CallWith;
 
 ObjectPtr<FunctionObj> NeedFunction(ModuleObj* m, const char* name, const std::string& lib) {
   ObjectPtr<FunctionObj> f = m->GetFunction(name, false);
@@ -52,25 +51,13 @@ LanguageModel::LanguageModel(const std::string& dir)
     Throw("ValueError", "polyffi.lm.load: ", cfg_.model_lib,
           " is not a relax VM executable (no vm_load_executable)");
   }
-  {
-    RetValue made;
-    std::vector<TVMValue> none;
-    std::vector<int> no_codes;
-    CallFn(load.get(), &none, &no_codes, &made);
-    Object* o = made.object();
-    if (o == nullptr || o->type_index() != TypeIndex::kModule) {
-      Throw("ValueError", "polyffi.lm.load: vm_load_executable of ", cfg_.model_lib,
-            " did not return a module");
-    }
-    vm_ = ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(o));
+  vm_ = model_runner::LoadVMExecutable(load.get());
+  if (!vm_) {
+    Throw("ValueError", "polyffi.lm.load: vm_load_executable of ", cfg_.model_lib,
+          " did not return a module");
   }
-  {
-    ObjectPtr<FunctionObj> init = NeedFunction(vm_.get(), "vm_initialization", cfg_.model_lib);
-    std::vector<TVMValue> v(3);
-    v[0].v_int64 = kDLCPU, v[1].v_int64 = 0, v[2].v_int64 = 2;  // pooled allocator
-    std::vector<int> c(3, kTVMArgInt);
-    RetValue ignored;
-    CallFn(init.get(), &v, &c, &ignored);
+  if (!model_runner::InitializeVM(vm_.get(), {kDLCPU, 0, 2 /* pooled allocator */})) {
+    NeedFunction(vm_.get(), "vm_initialization", cfg_.model_lib);  // throws: there is none
   }
   prefill_ = NeedFunction(vm_.get(), "prefill", cfg_.model_lib);
   decode_ = NeedFunction(vm_.get(), "decode", cfg_.model_lib);
@@ -89,7 +76,7 @@ LanguageModel::LanguageModel(const std::string& dir)
       v[i].v_handle = static_cast<Object*>(shapes.back().get());
     }
     RetValue made;
-    CallFn(create.get(), &v, &c, &made);
+    CallWith(create.get(), &v, &c, &made);
     Object* o = made.object();
     if (o == nullptr || o->type_index() != kv_cache::PagedKVCacheObj::RuntimeTypeIndex()) {
       Throw("ValueError", "polyffi.lm.load: create_paged_kv_cache of ", cfg_.model_lib,
@@ -236,7 +223,7 @@ std::vector<float> LanguageModel::RunModel(FunctionObj* f, const int32_t* tokens
   v[2].v_handle = static_cast<Object*>(params_.get());
   std::vector<int> c = {kTVMNDArrayHandle, kTVMObjectHandle, kTVMObjectHandle};
   RetValue out;
-  CallFn(f, &v, &c, &out);
+  CallWith(f, &v, &c, &out);
   if (out.type_code() != kTVMNDArrayHandle || out.object() == nullptr) {
     Throw("ValueError", "polyffi.lm: the model's ", f == prefill_.get() ? "prefill" : "decode",
           " returned no tensor (expected logits)");
@@ -307,13 +294,13 @@ int32_t LanguageModel::Sample(const std::vector<float>& logits, double temperatu
   v[0].v_handle = probs_->handle();
   v[1].v_float64 = temperature;
   RetValue ignored;
-  CallFn(softmax_.get(), &v, &c, &ignored);
+  CallWith(softmax_.get(), &v, &c, &ignored);
   v.resize(3);
   c = {kTVMNDArrayHandle, kTVMArgFloat, kTVMArgFloat};
   v[1].v_float64 = top_p;
   v[2].v_float64 = uniform;
   RetValue token;
-  CallFn(sample_top_p_.get(), &v, &c, &token);
+  CallWith(sample_top_p_.get(), &v, &c, &token);
   const int64_t id = token.value().v_int64;
   if (token.type_code() != kTVMArgInt || id < 0 || id >= cfg_.vocab_size) {
     Throw("RuntimeError", "polyffi.lm: sampling returned no token of the vocabulary");

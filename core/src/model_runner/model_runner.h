@@ -71,6 +71,19 @@ class Lease {
 /*! \brief Call f with these C arguments; the result in rv. */
 void CallWith(FunctionObj* f, std::vector<TVMValue>* values, std::vector<int>* codes, RetValue* rv);
 
+/*!
+ * \brief A relax VM over a library, the first half of what TVM's relax.VirtualMachine(lib, dev)
+ *  does: load is the library's vm_load_executable, called with no arguments. Null when it returns
+ *  anything but a module (the caller says whose library it was).
+ */
+ObjectPtr<ModuleObj> LoadVMExecutable(FunctionObj* load);
+
+/*!
+ * \brief The second half: vm_initialization(init...) on vm, init being (device type, device id,
+ *  allocator kind) per device. False, and nothing called, when the VM has no vm_initialization.
+ */
+bool InitializeVM(ModuleObj* vm, const std::vector<int64_t>& init);
+
 /*! \brief A function named fname that takes no arguments and returns what get writes. */
 template <typename Get>
 ObjectPtr<FunctionObj> Accessor(Get get, std::string fname) {

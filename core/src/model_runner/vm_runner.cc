@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../stored_args.h"
 #include "model_runner.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
@@ -34,6 +35,27 @@
 
 namespace polyffi {
 namespace model_runner {
+
+ObjectPtr<ModuleObj> LoadVMExecutable(FunctionObj* load) {
+  RetValue made;
+  std::vector<TVMValue> none;
+  std::vector<int> no_codes;
+  CallWith(load, &none, &no_codes, &made);
+  Object* o = made.object();
+  if (o == nullptr || o->type_index() != TypeIndex::kModule) return nullptr;
+  return ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(o));
+}
+
+bool InitializeVM(ModuleObj* vm, const std::vector<int64_t>& init) {
+  ObjectPtr<FunctionObj> f = vm->GetFunction("vm_initialization", false);
+  if (!f) return false;
+  std::vector<TVMValue> values(init.size());
+  std::vector<int> codes(init.size(), kTVMArgInt);
+  for (size_t i = 0; i < init.size(); ++i) values[i].v_int64 = init[i];
+  RetValue ignored;
+  CallWith(f.get(), &values, &codes, &ignored);
+  return true;
+}
 namespace {
 
 constexpr uintptr_t kAlign = 64;
@@ -45,8 +67,8 @@ int64_t AllocatorKind(const Args& args, int i) {
     std::string s = args.Str(i);
     if (s == "naive") return 1;
     if (s == "pooled") return 2;
-    Throw("ValueError", args.fname(), ": memory_cfg must be \"naive\" or \"pooled\", not \"", s,
-          "\"");
+    Throw("ValueError", args.fname(),
+          ": memory_cfg must be \"naive\" or \"pooled\" (the allocator), not \"", s, "\"");
   }
   int64_t k = args.Int(i);
   if (k != 1 && k != 2) {
@@ -160,22 +182,9 @@ class VMRunner final : public ModuleObj {
 
  private:
   ObjectPtr<ModuleObj> MakeVM() const {
-    RetValue made;
-    std::vector<TVMValue> none;
-    std::vector<int> no_codes;
-    CallWith(load_.get(), &none, &no_codes, &made);
-    Object* o = made.object();
-    if (o == nullptr || o->type_index() != TypeIndex::kModule) {
-      Throw("TypeError", "vm_load_executable did not return a module");
-    }
-    auto vm = ObjectPtr<ModuleObj>::Borrow(static_cast<ModuleObj*>(o));
-    ObjectPtr<FunctionObj> init = vm->GetFunction("vm_initialization", false);
-    if (!init) Throw("TypeError", "the VM has no vm_initialization");
-    std::vector<TVMValue> values(init_.size());
-    std::vector<int> codes(init_.size(), kTVMArgInt);
-    for (size_t i = 0; i < init_.size(); ++i) values[i].v_int64 = init_[i];
-    RetValue ignored;
-    CallWith(init.get(), &values, &codes, &ignored);
+    ObjectPtr<ModuleObj> vm = LoadVMExecutable(load_.get());
+    if (!vm) Throw("TypeError", "vm_load_executable did not return a module");
+    if (!InitializeVM(vm.get(), init_)) Throw("TypeError", "the VM has no vm_initialization");
     return vm;
   }
 
@@ -184,17 +193,12 @@ class VMRunner final : public ModuleObj {
     std::string name = args.Str(0);
     const int n = args.size() - 1;
     std::vector<RetValue> staged(n);
-    std::vector<TVMValue> values(n);
-    std::vector<int> codes(n);
-    std::vector<TVMByteArray> bytes(n);
-    for (int i = 0; i < n; ++i) {
-      Stage(args.value(i + 1), args.code(i + 1), i, &staged[i]);
-      staged[i].AsArg(&values[i], &codes[i], &bytes[i]);
-    }
+    for (int i = 0; i < n; ++i) Stage(args.value(i + 1), args.code(i + 1), i, &staged[i]);
+    StoredArgs c_args(staged);
     Lease vm(&pool_);
     FunctionObj* f = vm->Function(name, "the VM executable");
     RetValue result;
-    CallWith(f, &values, &codes, &result);
+    CallWith(f, &c_args.values, &c_args.codes, &result);
     *rv = std::move(result);
   }
 
@@ -239,9 +243,11 @@ POLYFFI_CORE_GLOBAL("polyffi.runner.vm", [](const Args& args, RetValue* rv) {
   int64_t alloc = AllocatorKind(args, 3);
   ObjectPtr<FunctionObj> load = lib->GetFunction("vm_load_executable", true);
   if (!load) {
-    Throw("TypeError", args.fname(), ": module of type '", lib->type_key(),
-          "' is not a relax VM executable (no vm_load_executable); a TVM 0.18 graph export "
-          "goes to polyffi.runner.graph");
+    const std::string key = lib->type_key();
+    const bool graph = key.rfind("GraphExecutor", 0) == 0 || key.rfind("GraphRuntime", 0) == 0;
+    Throw("TypeError", args.fname(), ": a ", key,
+          " module is not a relax VM executable (it has no vm_load_executable)",
+          graph ? "; a TVM 0.18 graph export runs as a GraphModule (polyffi.runner.graph)" : "");
   }
   std::vector<int64_t> init{static_cast<int64_t>(dev.device_type), dev.device_id, alloc};
   // TVM's wrapper adds the CPU for host-side work when the device is another one.

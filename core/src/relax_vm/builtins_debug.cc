@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../stored_args.h"
 #include "polyffi/container.h"
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
@@ -87,13 +88,9 @@ POLYFFI_CORE_GLOBAL("vm.builtin.call_py_func", [](const Args& args, RetValue* rv
     Throw("TypeError", "vm.builtin.call_py_func: the arguments must be a tuple, got ",
           TypeCodeName(tuple->items[1].type_code()));
   }
-  const auto& items = static_cast<ArrayObj*>(a)->items;
-  std::vector<TVMValue> v(items.size());
-  std::vector<int> c(items.size());
-  std::vector<TVMByteArray> scratch(items.size());
-  for (size_t i = 0; i < items.size(); ++i) items[i].AsArg(&v[i], &c[i], &scratch[i]);
+  StoredArgs c_args(static_cast<ArrayObj*>(a)->items);
   ObjectPtr<FunctionObj> f = PyFuncTable::Global()->Get(name);
-  f->Call(v.data(), c.data(), static_cast<int>(v.size()), rv);
+  f->Call(c_args.values.data(), c_args.codes.data(), c_args.size(), rv);
 });
 
 POLYFFI_CORE_GLOBAL("vm.builtin.invoke_debug_func", [](const Args& args, RetValue* rv) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "../stored_args.h"
 #include "polyffi/async.h"
 #include "polyffi/error.h"
 #include "polyffi/registry.h"
@@ -457,14 +458,10 @@ ObjectPtr<FunctionObj> VirtualMachine::GetOwnFunction(const std::string& name) {
               Throw("ValueError", "No inputs set for stateful call of ", fn,
                     "; use `set_input` first.");
             }
-            size_t n = in->second.size();
-            std::vector<TVMValue> v(n);
-            std::vector<int> c(n);
-            std::vector<TVMByteArray> b(n);
-            for (size_t i = 0; i < n; ++i) in->second[i].AsArg(&v[i], &c[i], &b[i]);
+            StoredArgs a(in->second);
             RetValue out;
-            self->InvokeClosure(self->func_pool_[fidx].value.object(), v.data(), c.data(),
-                                static_cast<int>(n), &out);
+            self->InvokeClosure(self->func_pool_[fidx].value.object(), a.values.data(),
+                                a.codes.data(), a.size(), &out);
             self->outputs_[fn] = std::move(out);
           });
         },

@@ -364,18 +364,7 @@ impl VirtualMachine {
         device: Device,
         allocator: Allocator,
     ) -> Result<VirtualMachine> {
-        if lib.get_function("vm_load_executable", false)?.is_none() {
-            let key = lib.type_key().unwrap_or_else(|_| "?".into());
-            let hint = if key.starts_with("GraphExecutor") || key.starts_with("GraphRuntime") {
-                "; a TVM 0.18 graph export goes to GraphModule::from_factory"
-            } else {
-                ""
-            };
-            return Err(Error::type_error(format!(
-                "VirtualMachine::new: a {key} module is not a relax VM executable \
-                 (it has no vm_load_executable){hint}"
-            )));
-        }
+        // The runner refuses a library that is not a relax VM executable (TypeError).
         let runner: Module = Function::global("polyffi.runner.vm")?.invoke((
             lib,
             device.device_type as i64,

@@ -75,6 +75,12 @@ final class Native {
 
   static native String typeIndexToKey(int index);
 
+  /** The text of a runtime.String object (the handle stays the caller's). */
+  static native String stringObjectValue(long handle);
+
+  /** The dimensions of a runtime.ShapeTuple object (the handle stays the caller's). */
+  static native long[] shapeTupleDims(long handle);
+
   // callback
   static native long createCallback(Callback cb);
 

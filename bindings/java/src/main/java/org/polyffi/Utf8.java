@@ -8,8 +8,4 @@ final class Utf8 {
   static byte[] encode(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
-
-  static String decode(byte[] b) {
-    return new String(b, StandardCharsets.UTF_8);
-  }
 }

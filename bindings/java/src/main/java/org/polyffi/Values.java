@@ -220,17 +220,6 @@ final class Values {
     }
   }
 
-  /** The dimensions of a runtime.ShapeTuple, read in one call (runtime.ShapeTupleBytes). */
-  static long[] shapeDims(ObjectRef shape) {
-    Object r = builtin("runtime.ShapeTupleBytes").call(shape);
-    if (!(r instanceof byte[]) || ((byte[]) r).length % 8 != 0) {
-      throw new FFIException("TypeError", "runtime.ShapeTupleBytes returned " + r);
-    }
-    long[] dims = new long[((byte[]) r).length / 8];
-    ByteBuffer.wrap((byte[]) r).order(ByteOrder.nativeOrder()).asLongBuffer().get(dims);
-    return dims;
-  }
-
   /** A Java List as a runtime.Array (items converted like arguments). */
   static ArrayObject toArray(List<?> items) {
     Object r = builtin("runtime.Array").call(items.toArray());
@@ -311,8 +300,7 @@ final class Values {
     if (t == stringIndex) {
       ObjectRef tmp = new ObjectRef(h, owned);
       try {
-        Object bytes = builtin("runtime.StringBytes").call(tmp);
-        return bytes instanceof byte[] ? Utf8.decode((byte[]) bytes) : bytes;
+        return Native.stringObjectValue(tmp.handle());
       } finally {
         tmp.close();
       }
@@ -321,7 +309,7 @@ final class Values {
       // A shape is its dimensions: a long[] (which passes back as a runtime.ShapeTuple).
       ObjectRef tmp = new ObjectRef(h, owned);
       try {
-        return shapeDims(tmp);
+        return Native.shapeTupleDims(tmp.handle());
       } finally {
         tmp.close();
       }

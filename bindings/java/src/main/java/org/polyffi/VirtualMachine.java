@@ -69,21 +69,7 @@ public final class VirtualMachine implements AutoCloseable {
     Objects.requireNonNull(lib, "lib");
     Objects.requireNonNull(device, "device");
     Objects.requireNonNull(allocator, "allocator");
-    Function load = lib.getFunction("vm_load_executable", false);
-    if (load == null) {
-      String key = lib.typeKey();
-      String hint =
-          key.startsWith("GraphExecutor") || key.startsWith("GraphRuntime")
-              ? "; a TVM 0.18 graph export goes to GraphModule.fromFactory"
-              : "";
-      throw new FFIException(
-          "TypeError",
-          "VirtualMachine: a "
-              + key
-              + " module is not a relax VM executable (it has no vm_load_executable)"
-              + hint);
-    }
-    load.close();
+    // The runner refuses a library that is not a relax VM executable (TypeError).
     Object r;
     try (Function make = Function.getGlobal("polyffi.runner.vm")) {
       r = make.call(lib, (long) device.type(), (long) device.id(), allocator.config);
