@@ -151,8 +151,12 @@ namespace {
   API_END();
 }
 
-/*! \brief Call a direct function into the caller's own slot. */
-inline int CallDirect(const DirectFunction* f, TVMValue* arg_values, int* type_codes,
+/*!
+ * \brief Call a direct function into the caller's own slot. Out of line with TVMFuncCall's own
+ *  parameter order, so TVMFuncCall reaches it (and CallClassic) with a plain jump and needs no
+ *  frame of its own.
+ */
+[[gnu::noinline, gnu::noipa]] int CallDirect(const DirectFunction* f, TVMValue* arg_values, int* type_codes,
                       int num_args, TVMValue* ret_val, int* ret_type_code) {
   ret_val->v_handle = nullptr;
   *ret_type_code = kTVMNullptr;
@@ -162,6 +166,22 @@ inline int CallDirect(const DirectFunction* f, TVMValue* arg_values, int* type_c
     return FixDirectResult(ret_val, ret_type_code);
   }
   return 0;
+}
+
+/*! \brief Every other kind: the callee fills a RetValue, which moves into the caller's slot. */
+[[gnu::noinline, gnu::noipa]] int CallClassic(const FunctionObj* f, TVMValue* arg_values,
+                                              int* type_codes, int num_args, TVMValue* ret_val,
+                                              int* ret_type_code) {
+  API_BEGIN();
+  RetValue rv;
+  // Host callbacks and fixtures are C callbacks: call them without the second indirection.
+  if (f->invoker() == &CFunction::Invoke) {
+    CFunction::InvokeInline(f, arg_values, type_codes, num_args, &rv);
+  } else {
+    f->Call(arg_values, type_codes, num_args, &rv);
+  }
+  rv.MoveToC(ret_val, ret_type_code);
+  API_END();
 }
 
 /*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds. */
@@ -192,21 +212,12 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
                        0)) {
     return BadCall(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
   }
-  // A direct callee writes into the caller's slot: no staging, no exception barrier here.
+  // A direct callee writes into the caller's slot: no staging, no exception barrier.
   if (f->invoker() == &DirectFunction::Invoke) {
     return CallDirect(static_cast<DirectFunction*>(f), arg_values, type_codes, num_args, ret_val,
                       ret_type_code);
   }
-  API_BEGIN();
-  RetValue rv;
-  // Host callbacks and fixtures are C callbacks: call them without the second indirection.
-  if (f->invoker() == &CFunction::Invoke) {
-    CFunction::InvokeInline(f, arg_values, type_codes, num_args, &rv);
-  } else {
-    f->Call(arg_values, type_codes, num_args, &rv);
-  }
-  rv.MoveToC(ret_val, ret_type_code);
-  API_END();
+  return CallClassic(f, arg_values, type_codes, num_args, ret_val, ret_type_code);
 }
 
 int TVMFuncFree(TVMFunctionHandle func) {
