@@ -118,86 +118,11 @@ namespace {
   API_END();
 }
 
-/*! \brief A direct callee's non-zero status as TVMFuncCall's: the same error a classic one gives. */
-[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) {
-  API_BEGIN();
-  ThrowCalleeError(ret);
-  API_END();
-}
-
-/*!
- * \brief What a direct callee wrote, made what a classic call returns: uint as int, a dtype as
- *  its string; a view, an rvalue reference or an unknown code refused (the slot left null).
- */
-[[gnu::noinline, gnu::cold]] int FixDirectResult(TVMValue* ret_val, int* ret_type_code) {
-  API_BEGIN();
-  int code = *ret_type_code;
-  if (code == kDLUInt) {
-    *ret_type_code = kTVMArgInt;
-    return 0;
-  }
-  if (code == kTVMDataType) {
-    DLDataType t = ret_val->v_type;
-    *ret_type_code = kTVMNullptr;
-    ret_val->v_handle = nullptr;
-    ReturnDataTypeToC(t, ret_val, ret_type_code);
-    return 0;
-  }
-  *ret_type_code = kTVMNullptr;
-  ret_val->v_handle = nullptr;
-  RetValue rv;
-  AdoptDirectResult(TVMValue{}, code, &rv);  // throws: code is not a result
-  Throw("InternalError", "TVMFuncCall: direct result check disagrees with AdoptDirectResult");
-  API_END();
-}
-
-/*!
- * \brief Call a direct function into the caller's own slot. Out of line with TVMFuncCall's own
- *  parameter order, so TVMFuncCall reaches it (and CallClassic) with a plain jump and needs no
- *  frame of its own.
- */
-[[gnu::noinline, gnu::noipa]] int CallDirect(const DirectFunction* f, TVMValue* arg_values, int* type_codes,
-                      int num_args, TVMValue* ret_val, int* ret_type_code) {
-  ret_val->v_handle = nullptr;
-  *ret_type_code = kTVMNullptr;
-  int ret = f->func()(f->resource(), arg_values, type_codes, num_args, ret_val, ret_type_code);
-  if (__builtin_expect(ret != 0, 0)) return DirectCallFailed(ret);
-  if (__builtin_expect(DirectResultNeedsFixing(*ret_type_code), 0)) {
-    return FixDirectResult(ret_val, ret_type_code);
-  }
-  return 0;
-}
-
-/*! \brief Every other kind: the callee fills a RetValue, which moves into the caller's slot. */
-[[gnu::noinline, gnu::noipa]] int CallClassic(const FunctionObj* f, TVMValue* arg_values,
-                                              int* type_codes, int num_args, TVMValue* ret_val,
-                                              int* ret_type_code) {
-  API_BEGIN();
-  RetValue rv;
-  // Host callbacks and fixtures are C callbacks: call them without the second indirection.
-  if (f->invoker() == &CFunction::Invoke) {
-    CFunction::InvokeInline(f, arg_values, type_codes, num_args, &rv);
-  } else {
-    f->Call(arg_values, type_codes, num_args, &rv);
-  }
-  rv.MoveToC(ret_val, ret_type_code);
-  API_END();
-}
-
 /*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds. */
 int ClassicAsDirect(void* resource, const TVMValue* args, const int* type_codes, int num_args,
                     TVMValue* ret_val, int* ret_type_code) {
-  auto* f = static_cast<const FunctionObj*>(resource);
-  API_BEGIN();
-  RetValue rv;
-  if (f->invoker() == &CFunction::Invoke) {
-    CFunction::InvokeInline(f, const_cast<TVMValue*>(args), const_cast<int*>(type_codes),
-                            num_args, &rv);
-  } else {
-    f->Call(const_cast<TVMValue*>(args), const_cast<int*>(type_codes), num_args, &rv);
-  }
-  rv.MoveToC(ret_val, ret_type_code);
-  API_END();
+  return static_cast<const FunctionObj*>(resource)->CallC(
+      const_cast<TVMValue*>(args), const_cast<int*>(type_codes), num_args, ret_val, ret_type_code);
 }
 
 }  // namespace
@@ -212,12 +137,9 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
                        0)) {
     return BadCall(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
   }
-  // A direct callee writes into the caller's slot: no staging, no exception barrier.
-  if (f->invoker() == &DirectFunction::Invoke) {
-    return CallDirect(static_cast<DirectFunction*>(f), arg_values, type_codes, num_args, ret_val,
-                      ret_type_code);
-  }
-  return CallClassic(f, arg_values, type_codes, num_args, ret_val, ret_type_code);
+  // One jump into the kind's own entry: a direct callee gets the caller's slot, the others a
+  // RetValue moved into it.
+  return f->CallC(arg_values, type_codes, num_args, ret_val, ret_type_code);
 }
 
 int TVMFuncFree(TVMFunctionHandle func) {

@@ -19,6 +19,74 @@ void ThrowCalleeError(int ret) {
   throw Error::Parse(GetLastError());
 }
 
+int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, int* codes,
+                                     int n, TVMValue* ret_val, int* ret_type_code) {
+  try {
+    RetValue rv;
+    // Host callbacks and fixtures are C callbacks: call them without the second indirection.
+    if (self->invoke_ == &CFunction::Invoke) {
+      CFunction::InvokeInline(self, values, codes, n, &rv);
+    } else {
+      self->invoke_(self, values, codes, n, &rv);
+    }
+    rv.MoveToC(ret_val, ret_type_code);
+    return 0;
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
+namespace {
+
+/*! \brief A direct callee's non-zero status, as a classic callee's: the same error, -2 kept. */
+[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) {
+  try {
+    ThrowCalleeError(ret);
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
+/*! \brief Make a direct callee's unusual result code what a classic call returns, or refuse it. */
+[[gnu::noinline, gnu::cold]] int FixDirectResult(TVMValue* ret_val, int* ret_type_code) {
+  try {
+    int code = *ret_type_code;
+    if (code == kDLUInt) {
+      *ret_type_code = kTVMArgInt;
+      return 0;
+    }
+    if (code == kTVMDataType) {
+      DLDataType t = ret_val->v_type;
+      *ret_type_code = kTVMNullptr;
+      ret_val->v_handle = nullptr;
+      ReturnDataTypeToC(t, ret_val, ret_type_code);
+      return 0;
+    }
+    *ret_type_code = kTVMNullptr;
+    ret_val->v_handle = nullptr;
+    RetValue rv;
+    AdoptDirectResult(TVMValue{}, code, &rv);  // throws: code is not a result
+    Throw("InternalError", "direct result check disagrees with AdoptDirectResult");
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
+}  // namespace
+
+int DirectFunction::CallIntoSlot(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                                 TVMValue* ret_val, int* ret_type_code) {
+  auto* me = static_cast<const DirectFunction*>(self);
+  ret_val->v_handle = nullptr;
+  *ret_type_code = kTVMNullptr;
+  int ret = me->func_(me->resource_, values, codes, n, ret_val, ret_type_code);
+  if (__builtin_expect(ret != 0, 0)) return DirectCallFailed(ret);
+  if (__builtin_expect(DirectResultNeedsFixing(*ret_type_code), 0)) {
+    return FixDirectResult(ret_val, ret_type_code);
+  }
+  return 0;
+}
+
 void DirectFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n,
                             RetValue* rv) {
   auto* me = static_cast<const DirectFunction*>(self);

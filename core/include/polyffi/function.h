@@ -22,16 +22,31 @@ class FunctionObj : public Object {
   static constexpr uint32_t kTypeIndex = TypeIndex::kFunction;
   using FInvoke = void (*)(const FunctionObj* self, TVMValue* values, int* codes, int n,
                            RetValue* rv);
+  /*!
+   * \brief The C ABI's entry for this kind of function: what TVMFuncCall does once its arguments
+   *  are checked (0, or -1 / -2 with the last error set; never throws). One indirect jump from
+   *  TVMFuncCall, with TVMFuncCall's own parameter order, so no kind pays for another's test.
+   */
+  using FCall = int (*)(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                        TVMValue* ret_val, int* ret_type_code);
   void Call(TVMValue* values, int* codes, int n, RetValue* rv) const {
     invoke_(this, values, codes, n, rv);
+  }
+  int CallC(TVMValue* values, int* codes, int n, TVMValue* ret_val, int* ret_type_code) const {
+    return c_call_(this, values, codes, n, ret_val, ret_type_code);
   }
   FInvoke invoker() const { return invoke_; }
 
  protected:
-  explicit FunctionObj(FInvoke invoke) : Object(kTypeIndex), invoke_(invoke) {}
+  explicit FunctionObj(FInvoke invoke, FCall c_call = &CallThroughRetValue)
+      : Object(kTypeIndex), invoke_(invoke), c_call_(c_call) {}
 
  private:
+  /*! \brief The classic entry: the callee fills a RetValue, which moves into the caller's slot. */
+  static int CallThroughRetValue(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                                 TVMValue* ret_val, int* ret_type_code);
   FInvoke invoke_;
+  FCall c_call_;
 };
 
 /*! \brief A function whose body is a C++ callable: body(const Args&, RetValue*). */
@@ -92,7 +107,7 @@ class CFunction final : public FunctionObj {
 class DirectFunction final : public FunctionObj {
  public:
   DirectFunction(TVMDirectCFunc func, void* resource, TVMPackedCFuncFinalizer fin)
-      : FunctionObj(Invoke), func_(func), resource_(resource), fin_(fin) {}
+      : FunctionObj(Invoke, CallIntoSlot), func_(func), resource_(resource), fin_(fin) {}
   ~DirectFunction() override {
     if (fin_) fin_(resource_);
   }
@@ -101,6 +116,12 @@ class DirectFunction final : public FunctionObj {
   void* resource() const { return resource_; }
 
  private:
+  /*!
+   * \brief The C entry: the callee writes the caller's slot; the result code is then made what
+   *  a classic call returns (uint as int, a dtype as its string, views and unknown codes refused).
+   */
+  static int CallIntoSlot(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                          TVMValue* ret_val, int* ret_type_code);
   TVMDirectCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;
