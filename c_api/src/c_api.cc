@@ -118,7 +118,8 @@ namespace {
   API_END();
 }
 
-/*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds. */
+/*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds.
+ */
 int ClassicAsDirect(void* resource, const TVMValue* args, const int* type_codes, int num_args,
                     TVMValue* ret_val, int* ret_type_code) {
   return static_cast<const FunctionObj*>(resource)->CallC(

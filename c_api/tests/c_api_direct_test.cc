@@ -257,8 +257,8 @@ TEST(DirectCall, DLTensorViewResultIsRefused) {
   Owned f{MakeDirect(DirectFixed, &fixed)};
   TVMValue v;
   int code = -100;
-  EXPECT_TRUE(FailsWith(TVMFuncCall(f, nullptr, nullptr, 0, &v, &code), "TypeError",
-                        "unsupported value"));
+  EXPECT_TRUE(
+      FailsWith(TVMFuncCall(f, nullptr, nullptr, 0, &v, &code), "TypeError", "unsupported value"));
   EXPECT_EQ(code, kTVMNullptr) << "a refused result must not reach the caller";
 }
 
@@ -338,8 +338,7 @@ TEST(DirectCall, NullAndWrongHandlesAreTypedErrors) {
   EXPECT_TRUE(FailsWith(TVMFuncCall(nullptr, nullptr, nullptr, 0, &v, &code), "ValueError"));
   void* arr = MakeObject("runtime.Array", {});
   ASSERT_NE(arr, nullptr);
-  EXPECT_TRUE(FailsWith(TVMFuncCall(arr, nullptr, nullptr, 0, &v, &code), "ValueError",
-                        "not a"));
+  EXPECT_TRUE(FailsWith(TVMFuncCall(arr, nullptr, nullptr, 0, &v, &code), "ValueError", "not a"));
   TVMObjectFree(arr);
   Owned f{MakeDirect(DirectAdd)};
   EXPECT_TRUE(FailsWith(TVMFuncCall(f, nullptr, nullptr, 2, &v, &code), "ValueError"));

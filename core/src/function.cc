@@ -19,8 +19,8 @@ void ThrowCalleeError(int ret) {
   throw Error::Parse(GetLastError());
 }
 
-int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, int* codes,
-                                     int n, TVMValue* ret_val, int* ret_type_code) {
+int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                                     TVMValue* ret_val, int* ret_type_code) {
   try {
     RetValue rv;
     // Host callbacks and fixtures are C callbacks: call them without the second indirection.

@@ -34,9 +34,9 @@ extern "C" {
  *  TVMDirectReturnString; or a function, module, NDArray or object handle whose one reference
  *  now belongs to the caller. A kTVMDLTensorHandle view or a kTVMObjectRValueRefArg is not a
  *  result: the runtime refuses it with a TypeError.
- * \return 0 on success; -1 after TVMAPISetLastError (or c_backend_api.h's TVMFFIErrorSetRaisedFromCStr); -2 when
- *  the host language already holds the error. On failure the slot must own nothing: the caller
- *  ignores it.
+ * \return 0 on success; -1 after TVMAPISetLastError (or TVMFFIErrorSetRaisedFromCStr, in
+ *  c_backend_api.h); -2 when the host language already holds the error. On failure the slot
+ *  must own nothing: the caller ignores it.
  */
 typedef int (*TVMDirectCFunc)(void* resource_handle, const TVMValue* args, const int* type_codes,
                               int num_args, TVMValue* ret_val, int* ret_type_code);
@@ -80,7 +80,7 @@ TVM_DLL int TVMDirectReturnString(const char* data, size_t size, int is_bytes, T
                                   int* ret_type_code);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* POLYFFI_C_DIRECT_API_H_ */

@@ -1,5 +1,4 @@
-/* c_direct_api.h on its own, as strict C11, included twice. Built, never run. */
-#include <polyffi/c_direct_api.h>
+/* c_direct_api.h on its own, as strict C11. Built, never run. */
 #include <polyffi/c_direct_api.h>
 
 static int polyffi_header_direct_nop(void* resource, const TVMValue* args, const int* codes,

@@ -1,5 +1,4 @@
-// c_direct_api.h on its own, as strict C++17, included twice. Built, never run.
-#include <polyffi/c_direct_api.h>
+// c_direct_api.h on its own, as strict C++17. Built, never run.
 #include <polyffi/c_direct_api.h>
 
 // C linkage: the address of each entry point as a C function pointer type.

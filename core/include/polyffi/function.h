@@ -133,8 +133,8 @@ class DirectFunction final : public FunctionObj {
  *  rvalue reference) or one out of range. One shift and test on the direct return path.
  */
 inline bool DirectResultNeedsFixing(int code) {
-  constexpr unsigned kFix = 1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle |
-                            1u << kTVMObjectRValueRefArg;
+  constexpr unsigned kFix =
+      1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle | 1u << kTVMObjectRValueRefArg;
   return static_cast<unsigned>(code) > kTVMArgBool || ((kFix >> code) & 1u);
 }
 
