@@ -46,10 +46,32 @@ CASE_TITLES = {
     "c_str16": "plain C: echo(16-byte str)",
     "c_callback": "plain C: callback via the C entry point",
     "c_callback_call_n": "plain C: call_n(cb, 1000), per callback",
+    "d_nop": "plain C, direct protocol: nop (0 args)",
+    "d_add3": "plain C, direct protocol: add3(1, 2, 3)",
+    "d_str16": "plain C, direct protocol: echo(16-byte str)",
+    "d_callback": "plain C, direct protocol: callback via the C entry point",
+    "d_callback_call_n": "plain C, direct protocol: call_n(cb, 1000), per callback",
+    "g_nop": "plain C, TVMFuncGetDirect pair: nop (0 args)",
+    "g_add3": "plain C, TVMFuncGetDirect pair: add3(1, 2, 3)",
+    "g_str16": "plain C, TVMFuncGetDirect pair: echo(16-byte str)",
+    "g_callback": "plain C, TVMFuncGetDirect pair: callback",
 }
 # Like for like: polyffi's C ABI row against tvm-ffi's C entry point (TVMFFIFunctionCall), the
 # C++ layer against tvm-ffi's C++ Function. Every polyffi row must have its peer measured.
 PEERS = {"polyffi_c": "tvm_ffi_c", "polyffi_cpp": "tvm_ffi"}
+# Direct-protocol rows (calls/d_*: TVMFuncCall on direct callees; calls/g_*: a trusted caller
+# through TVMFuncGetDirect's pair) have no case of their own on the tvm-ffi side: their peer is
+# the plain C safe-call row of the same case (calls/c_*/tvm_ffi_c).
+PEER_CASE = {f"{p}_{c}": f"c_{c}" for p in ("d", "g")
+             for c in ("nop", "add3", "str16", "callback", "callback_call_n")}
+
+
+def peer_of(name: str) -> str | None:
+    """The tvm-ffi row a polyffi row is compared with, or None for rows without a peer."""
+    group, case, impl = split(name)
+    if impl not in PEERS:
+        return None
+    return f"{group}/{PEER_CASE.get(case, case)}/{PEERS[impl]}"
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -176,9 +198,9 @@ def missing_peers(timings: dict) -> list[str]:
     """polyffi rows whose tvm-ffi peer was not measured."""
     missing = []
     for name in timings:
-        group, case, impl = split(name)
-        if impl in PEERS and f"{group}/{case}/{PEERS[impl]}" not in timings:
-            missing.append(f"{name} (needs {group}/{case}/{PEERS[impl]})")
+        peer = peer_of(name)
+        if peer is not None and peer not in timings:
+            missing.append(f"{name} (needs {peer})")
     return sorted(missing)
 
 
@@ -201,7 +223,7 @@ def table(timings: dict, instr: dict) -> str:
         floor_name = f"{group}/nop/fnptr" if case.endswith("nop") else f"{group}/add3/fnptr"
         floor = timings.get(floor_name)
         vs_floor = t["ns"] / floor["ns"] if floor and name != floor_name else None
-        peer_name = f"{group}/{case}/{PEERS[impl]}" if impl in PEERS else None
+        peer_name = peer_of(name)
         vs_peer = vs_peer_instr = None
         if peer_name is not None:
             vs_peer = t["ns"] / timings[peer_name]["ns"]

@@ -5,6 +5,7 @@
 //
 // Every body does what a real caller does per call: fill the argument arrays, call, check the
 // return code. Results are verified once at setup, so a fast wrong answer cannot be reported.
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <cstdlib>
@@ -101,6 +102,67 @@ int CCallN(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
   value.v_int64 = sum;
   int code = kTVMArgInt;
   return TVMCFuncSetReturn(ret, &value, &code, 1);
+}
+
+// ---- Plain C callees through the direct protocol (TVMFuncCreateDirect): the same checks, the
+// result written into the caller's slot as tvm-ffi's safe-call functions write theirs.
+
+int DNop(void*, const TVMValue*, const int*, int, TVMValue*, int*) { return 0; }
+
+int DAdd3(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* ret_code) {
+  if (n != 3 || codes[0] != kTVMArgInt || codes[1] != kTVMArgInt || codes[2] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: add3 expects three ints");
+    return -1;
+  }
+  ret->v_int64 = args[0].v_int64 + args[1].v_int64 + args[2].v_int64;
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+
+int DEcho(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* ret_code) {
+  if (n != 1 || codes[0] != kTVMStr) {
+    TVMAPISetLastError("TypeError: echo expects one str");
+    return -1;
+  }
+  return TVMDirectReturnString(args[0].v_str, std::strlen(args[0].v_str), 0, ret, ret_code);
+}
+
+int DAddOne(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* ret_code) {
+  if (n != 1 || codes[0] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: add_one expects one int");
+    return -1;
+  }
+  ret->v_int64 = args[0].v_int64 + 1;
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+
+int DCallN(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* ret_code) {
+  if (n != 2 || codes[0] != kTVMPackedFuncHandle || codes[1] != kTVMArgInt) {
+    TVMAPISetLastError("TypeError: call_n expects (function, int)");
+    return -1;
+  }
+  int64_t sum = 0;
+  for (int64_t i = 0; i < args[1].v_int64; ++i) {
+    TVMValue arg, rv;
+    arg.v_int64 = i;
+    int code = kTVMArgInt, rc = kTVMNullptr;
+    if (TVMFuncCall(args[0].v_handle, &arg, &code, 1, &rv, &rc) != 0) return -1;
+    if (rc != kTVMArgInt) {
+      TVMAPISetLastError("TypeError: call_n: the callback did not return an int");
+      return -1;
+    }
+    sum += rv.v_int64;
+  }
+  ret->v_int64 = sum;
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+
+TVMFunctionHandle RequireDirect(TVMDirectCFunc fn) {
+  TVMFunctionHandle h = nullptr;
+  Check(TVMFuncCreateDirect(fn, nullptr, nullptr, &h), "TVMFuncCreateDirect");
+  return h;
 }
 
 TVMFunctionHandle RequireCFunc(TVMPackedCFunc fn) {
@@ -232,6 +294,66 @@ void AddPolyffiCases(const PolyffiHandles& h, const std::string& prefix) {
       kCallN);
 }
 
+// A trusted caller (a binding, the C++ layer) through TVMFuncGetDirect's pair: no argument checks,
+// the slot reset before each call as the contract asks. The callees are the direct ones.
+void AddDirectPairCases(const PolyffiHandles& d) {
+  struct Pair {
+    TVMDirectCFunc fn;
+    void* res;
+  };
+  auto pair = [](TVMFunctionHandle f) {
+    Pair p{nullptr, nullptr};
+    Check(TVMFuncGetDirect(f, &p.fn, &p.res), "TVMFuncGetDirect");
+    return p;
+  };
+  {
+    Pair p = pair(d.add3);
+    TVMValue args[3], rv;
+    int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt}, rc = kTVMNullptr;
+    args[0].v_int64 = 1, args[1].v_int64 = 2, args[2].v_int64 = 3;
+    rv.v_handle = nullptr;
+    Check(p.fn(p.res, args, codes, 3, &rv, &rc), "direct add3");
+    if (rc != kTVMArgInt || rv.v_int64 != 6) Fail("direct pair add3(1, 2, 3) != 6");
+  }
+  AddCase("calls/g_nop/polyffi_c", [p = pair(d.nop)] {
+    TVMValue rv;
+    rv.v_handle = nullptr;
+    int rc = kTVMNullptr;
+    Check(p.fn(p.res, nullptr, nullptr, 0, &rv, &rc), "direct nop");
+    benchmark::DoNotOptimize(rc);
+  });
+  AddCase("calls/g_add3/polyffi_c", [p = pair(d.add3)] {
+    TVMValue args[3];
+    int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
+    args[0].v_int64 = 1, args[1].v_int64 = 2, args[2].v_int64 = 3;
+    TVMValue rv;
+    rv.v_handle = nullptr;
+    int rc = kTVMNullptr;
+    Check(p.fn(p.res, args, codes, 3, &rv, &rc), "direct add3");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+  AddCase("calls/g_str16/polyffi_c", [p = pair(d.echo)] {
+    TVMValue arg;
+    arg.v_str = kStr16;
+    int code = kTVMStr;
+    TVMValue rv;
+    rv.v_handle = nullptr;
+    int rc = kTVMNullptr;
+    Check(p.fn(p.res, &arg, &code, 1, &rv, &rc), "direct echo");
+    benchmark::DoNotOptimize(rv.v_str);
+  });
+  AddCase("calls/g_callback/polyffi_c", [p = pair(d.add_one_callback)] {
+    TVMValue arg;
+    arg.v_int64 = 1;
+    int code = kTVMArgInt;
+    TVMValue rv;
+    rv.v_handle = nullptr;
+    int rc = kTVMNullptr;
+    Check(p.fn(p.res, &arg, &code, 1, &rv, &rc), "direct callback");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+}
+
 void AddLookupCase() {
   AddCase("calls/lookup/polyffi_c", [] {
     TVMFunctionHandle f = nullptr;
@@ -293,6 +415,15 @@ void Setup() {
   c.echo = RequireCFunc(CEcho);
   c.call_n = RequireCFunc(CCallN);
   AddPolyffiCases(c, "calls/c_");
+  // The same plain C callees through the direct protocol, callback included.
+  PolyffiHandles d = h;
+  d.nop = RequireDirect(DNop);
+  d.add3 = RequireDirect(DAdd3);
+  d.echo = RequireDirect(DEcho);
+  d.call_n = RequireDirect(DCallN);
+  d.add_one_callback = RequireDirect(DAddOne);
+  AddPolyffiCases(d, "calls/d_");
+  AddDirectPairCases(d);
   AddLookupCase();
   AddPolyffiCppCases();
 #ifdef POLYFFI_BENCH_WITH_TVM_FFI

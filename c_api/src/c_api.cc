@@ -1,5 +1,6 @@
 // The extern "C" shell: every exported function, each inside one exception barrier.
 #include <polyffi/c_backend_api.h>
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <cstring>
@@ -117,6 +118,14 @@ namespace {
   API_END();
 }
 
+/*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds.
+ */
+int ClassicAsDirect(void* resource, const TVMValue* args, const int* type_codes, int num_args,
+                    TVMValue* ret_val, int* ret_type_code) {
+  return static_cast<const FunctionObj*>(resource)->CallC(
+      const_cast<TVMValue*>(args), const_cast<int*>(type_codes), num_args, ret_val, ret_type_code);
+}
+
 }  // namespace
 
 int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
@@ -129,16 +138,9 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
                        0)) {
     return BadCall(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
   }
-  API_BEGIN();
-  RetValue rv;
-  // Host callbacks and fixtures are C callbacks: call them without the second indirection.
-  if (f->invoker() == &CFunction::Invoke) {
-    CFunction::InvokeInline(f, arg_values, type_codes, num_args, &rv);
-  } else {
-    f->Call(arg_values, type_codes, num_args, &rv);
-  }
-  rv.MoveToC(ret_val, ret_type_code);
-  API_END();
+  // One jump into the kind's own entry: a direct callee gets the caller's slot, the others a
+  // RetValue moved into it.
+  return f->CallC(arg_values, type_codes, num_args, ret_val, ret_type_code);
 }
 
 int TVMFuncFree(TVMFunctionHandle func) {
@@ -159,6 +161,50 @@ int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle, TVMPacked
   }
   API_BEGIN();
   *out = MakeObject<CFunction>(func, resource_handle, fin).release();
+  API_END();
+}
+
+int TVMFuncCreateDirect(TVMDirectCFunc func, void* resource_handle, TVMPackedCFuncFinalizer fin,
+                        TVMFunctionHandle* out) {
+  if (func == nullptr || out == nullptr) {
+    if (fin) fin(resource_handle);
+    SetLastError(func == nullptr ? "ValueError: TVMFuncCreateDirect: func is NULL"
+                                 : "ValueError: TVMFuncCreateDirect: out is NULL");
+    return -1;
+  }
+  try {
+    *out = MakeObject<DirectFunction>(func, resource_handle, fin).release();
+  } catch (...) {
+    // The object was never built (allocation failed), so its destructor will not finalize.
+    if (fin) fin(resource_handle);
+    return SetLastErrorFromCurrentException();
+  }
+  return 0;
+}
+
+int TVMFuncGetDirect(TVMFunctionHandle f, TVMDirectCFunc* func, void** resource_handle) {
+  API_BEGIN();
+  auto* fn = HandleAs<FunctionObj>(f, "function handle");
+  NotNull(func, "func");
+  NotNull(resource_handle, "resource_handle");
+  if (fn->invoker() == &DirectFunction::Invoke) {
+    auto* d = static_cast<DirectFunction*>(fn);
+    *func = d->func();
+    *resource_handle = d->resource();
+  } else {
+    *func = &ClassicAsDirect;
+    *resource_handle = fn;
+  }
+  API_END();
+}
+
+int TVMDirectReturnString(const char* data, size_t size, int is_bytes, TVMValue* ret_val,
+                          int* ret_type_code) {
+  API_BEGIN();
+  NotNull(ret_val, "ret_val");
+  NotNull(ret_type_code, "ret_type_code");
+  if (data == nullptr && size != 0) Throw("ValueError", "TVMDirectReturnString: data is NULL");
+  ReturnStringToC(data == nullptr ? "" : data, size, is_bytes != 0, ret_val, ret_type_code);
   API_END();
 }
 

@@ -2,6 +2,7 @@
 #ifndef POLYFFI_CORE_FUNCTION_H_
 #define POLYFFI_CORE_FUNCTION_H_
 
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <string>
@@ -21,16 +22,31 @@ class FunctionObj : public Object {
   static constexpr uint32_t kTypeIndex = TypeIndex::kFunction;
   using FInvoke = void (*)(const FunctionObj* self, TVMValue* values, int* codes, int n,
                            RetValue* rv);
+  /*!
+   * \brief The C ABI's entry for this kind of function: what TVMFuncCall does once its arguments
+   *  are checked (0, or -1 / -2 with the last error set; never throws). One indirect jump from
+   *  TVMFuncCall, with TVMFuncCall's own parameter order, so no kind pays for another's test.
+   */
+  using FCall = int (*)(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                        TVMValue* ret_val, int* ret_type_code);
   void Call(TVMValue* values, int* codes, int n, RetValue* rv) const {
     invoke_(this, values, codes, n, rv);
+  }
+  int CallC(TVMValue* values, int* codes, int n, TVMValue* ret_val, int* ret_type_code) const {
+    return c_call_(this, values, codes, n, ret_val, ret_type_code);
   }
   FInvoke invoker() const { return invoke_; }
 
  protected:
-  explicit FunctionObj(FInvoke invoke) : Object(kTypeIndex), invoke_(invoke) {}
+  explicit FunctionObj(FInvoke invoke, FCall c_call = &CallThroughRetValue)
+      : Object(kTypeIndex), invoke_(invoke), c_call_(c_call) {}
 
  private:
+  /*! \brief The classic entry: the callee fills a RetValue, which moves into the caller's slot. */
+  static int CallThroughRetValue(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                                 TVMValue* ret_val, int* ret_type_code);
   FInvoke invoke_;
+  FCall c_call_;
 };
 
 /*! \brief A function whose body is a C++ callable: body(const Args&, RetValue*). */
@@ -54,6 +70,12 @@ ObjectPtr<FunctionObj> MakeFunction(F body, std::string name = "<anonymous>") {
   return MakeObject<LambdaFunction<F>>(std::move(body), std::move(name));
 }
 
+/*!
+ * \brief The exception for a callee's non-zero status: -2 propagates as EnvErrorAlreadySet;
+ *  otherwise the error the callee set on this thread, with its kind.
+ */
+[[noreturn]] void ThrowCalleeError(int ret);
+
 /*! \brief A function backed by a C callback (TVMFuncCreateFromCFunc). */
 class CFunction final : public FunctionObj {
  public:
@@ -68,16 +90,60 @@ class CFunction final : public FunctionObj {
                            RetValue* rv) {
     auto* me = static_cast<const CFunction*>(self);
     int ret = me->func_(values, codes, n, rv, me->resource_);
-    if (__builtin_expect(ret != 0, 0)) ThrowCallbackError(ret);
+    if (__builtin_expect(ret != 0, 0)) ThrowCalleeError(ret);
   }
 
  private:
-  /*! \brief -2 propagates as EnvErrorAlreadySet; otherwise the callback's last error. */
-  [[noreturn]] static void ThrowCallbackError(int ret);
   TVMPackedCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;
 };
+
+/*!
+ * \brief A function backed by a direct C callee (TVMFuncCreateDirect), which writes its result
+ *  into the caller's slot. TVMFuncCall hands it the caller's slot; Call (the runtime's own path)
+ *  adapts through a temporary slot, so callers inside the core see a classic function.
+ */
+class DirectFunction final : public FunctionObj {
+ public:
+  DirectFunction(TVMDirectCFunc func, void* resource, TVMPackedCFuncFinalizer fin)
+      : FunctionObj(Invoke, CallIntoSlot), func_(func), resource_(resource), fin_(fin) {}
+  ~DirectFunction() override {
+    if (fin_) fin_(resource_);
+  }
+  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv);
+  TVMDirectCFunc func() const { return func_; }
+  void* resource() const { return resource_; }
+
+ private:
+  /*!
+   * \brief The C entry: the callee writes the caller's slot; the result code is then made what
+   *  a classic call returns (uint as int, a dtype as its string, views and unknown codes refused).
+   */
+  static int CallIntoSlot(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                          TVMValue* ret_val, int* ret_type_code);
+  TVMDirectCFunc func_;
+  void* resource_;
+  TVMPackedCFuncFinalizer fin_;
+};
+
+/*!
+ * \brief Whether a code a direct callee wrote needs more than handing on as it is: kDLUInt
+ *  (read as int), kTVMDataType (handed to C as its string), a refused code (a DLTensor view, an
+ *  rvalue reference) or one out of range. One shift and test on the direct return path.
+ */
+inline bool DirectResultNeedsFixing(int code) {
+  constexpr unsigned kFix =
+      1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle | 1u << kTVMObjectRValueRefArg;
+  return static_cast<unsigned>(code) > kTVMArgBool || ((kFix >> code) & 1u);
+}
+
+/*!
+ * \brief Take what a direct callee wrote into rv: plain values copied, strings and bytes copied
+ *  out of the thread's return storage, an object's reference adopted. A code that is not a
+ *  result (DLTensor view, rvalue reference, unknown) throws TypeError, owning nothing.
+ */
+void AdoptDirectResult(TVMValue v, int code, RetValue* rv);
 
 }  // namespace polyffi
 #endif  // POLYFFI_CORE_FUNCTION_H_
