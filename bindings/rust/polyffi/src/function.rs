@@ -64,8 +64,11 @@ impl Function {
     }
 
     /// Calls with a slice of values (up to 8 arguments are packed on the stack).
+    #[inline]
     pub fn call(&self, args: &[Value]) -> Result<Value> {
-        with_packed_slice(args, |values, codes| self.call_raw(values, codes))?
+        with_packed_slice(args, |values, codes| {
+            self.call_raw_typed::<Value>(values, codes)
+        })?
     }
 
     /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values

@@ -1014,6 +1014,35 @@ handle_arg! {
     NDArray => |x| (x.as_raw() as *mut c_void, x.type_code()),
 }
 
+impl Value {
+    /// The packed form of a value that needs no holder during a call (everything but strings,
+    /// bytes and shapes); None for those three.
+    #[inline(always)]
+    fn raw_plain(&self) -> Option<(TVMValue, c_int)> {
+        Some(match self {
+            Value::Int(x) => (TVMValue { v_int64: *x }, INT),
+            Value::Float(x) => (TVMValue { v_float64: *x }, FLOAT),
+            Value::Bool(x) => (TVMValue { v_int64: *x as i64 }, BOOL),
+            Value::Null => (TVMValue { v_int64: 0 }, NULL),
+            Value::Device(x) => x.raw(&()),
+            Value::DataType(x) => x.raw(&()),
+            Value::Function(x) => x.raw(&()),
+            Value::Module(x) => x.raw(&()),
+            Value::NDArray(x) => x.raw(&()),
+            Value::Array(x) => x.raw(&()),
+            Value::Map(x) => x.raw(&()),
+            Value::Object(x) => x.raw(&()),
+            Value::OpaqueHandle(p) => (
+                TVMValue {
+                    v_handle: *p as *mut c_void,
+                },
+                OPAQUE,
+            ),
+            Value::Str(_) | Value::Bytes(_) | Value::Shape(_) => return None,
+        })
+    }
+}
+
 impl ToArg for Value {
     type Holder = ValueHolder;
     fn prepare(&self) -> Result<ValueHolder> {
@@ -1138,24 +1167,48 @@ tuple_args!(6; A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_args!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_args!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-/// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond.
+/// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond. Values that
+/// need no holder (scalars, objects) are packed in one pass without initialising the unused
+/// slots; a string, bytes or shape argument takes the general path.
+#[inline]
 pub(crate) fn with_packed_slice<R>(
     args: &[Value],
     f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
 ) -> Result<R> {
     const N: usize = 8;
-    if args.len() <= N
-        && !args
-            .iter()
-            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_) | Value::Shape(_)))
-    {
-        let mut values = [TVMValue { v_int64: 0 }; N];
-        let mut codes = [NULL; N];
+    let n = args.len();
+    if n <= N {
+        let mut values = [std::mem::MaybeUninit::<TVMValue>::uninit(); N];
+        let mut codes = [std::mem::MaybeUninit::<c_int>::uninit(); N];
         for (i, a) in args.iter().enumerate() {
-            (values[i], codes[i]) = a.raw(&ValueHolder::None);
+            match a.raw_plain() {
+                Some((v, c)) => {
+                    values[i].write(v);
+                    codes[i].write(c);
+                }
+                None => return with_packed_slice_held(args, f),
+            }
         }
-        return Ok(f(&mut values[..args.len()], &mut codes[..args.len()]));
+        // SAFETY: the first n slots were written above.
+        let (values, codes) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(values.as_mut_ptr() as *mut TVMValue, n),
+                std::slice::from_raw_parts_mut(codes.as_mut_ptr() as *mut c_int, n),
+            )
+        };
+        return Ok(f(values, codes));
     }
+    with_packed_slice_held(args, f)
+}
+
+/// The general path: every argument gets its holder (NUL-terminated strings, byte arrays,
+/// shape objects) before the call.
+#[inline(never)]
+fn with_packed_slice_held<R>(
+    args: &[Value],
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+) -> Result<R> {
+    const N: usize = 8;
     if args.len() <= N {
         let mut holders: [ValueHolder; N] = std::array::from_fn(|_| ValueHolder::None);
         for (h, a) in holders.iter_mut().zip(args) {
@@ -1189,9 +1242,16 @@ pub trait FromRet: Sized {
 }
 
 impl FromRet for Value {
-    #[inline]
+    /// Scalars inline; everything else out of line.
+    #[inline(always)]
     unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
-        Value::from_raw_owned(v, code)
+        match code {
+            INT | UINT => Ok(Value::Int(v.v_int64)),
+            FLOAT => Ok(Value::Float(v.v_float64)),
+            BOOL => Ok(Value::Bool(v.v_int64 != 0)),
+            NULL => Ok(Value::Null),
+            _ => Value::from_raw_owned(v, code),
+        }
     }
 }
 
