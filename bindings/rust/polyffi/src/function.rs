@@ -84,12 +84,37 @@ impl Function {
         self.call_raw_typed::<Value>(values, codes)
     }
 
+    /// Typed call with a string result written into `out` (cleared first), reusing its buffer:
+    /// once `out` has the capacity, a call with short string arguments allocates nothing.
+    /// A result that is not a string is a TypeError and leaves `out` empty.
+    #[inline]
+    pub fn invoke_into_string(&self, args: impl IntoArgs, out: &mut String) -> Result<()> {
+        out.clear();
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { crate::value::string_into(ret, code, out) }
+        })?
+    }
+
     #[inline(always)]
     fn call_raw_typed<R: FromRet>(
         &self,
         values: &mut [TVMValue],
         codes: &mut [c_int],
     ) -> Result<R> {
+        let (ret, ret_code) = self.call_packed_raw(values, codes)?;
+        // SAFETY: ret is the owned result of the call just made.
+        unsafe { R::from_ret(ret, ret_code) }
+    }
+
+    /// The call itself: the raw owned result, or the runtime's error.
+    #[inline(always)]
+    fn call_packed_raw(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<(TVMValue, c_int)> {
         debug_assert_eq!(values.len(), codes.len());
         let n =
             c_int::try_from(values.len()).map_err(|_| Error::value_error("too many arguments"))?;
@@ -107,8 +132,7 @@ impl Function {
             )
         };
         check_call(status)?;
-        // SAFETY: ret is the owned result of the call just made.
-        unsafe { R::from_ret(ret, ret_code) }
+        Ok((ret, ret_code))
     }
 
     /// Wraps a Rust closure as a runtime function. The closure is boxed and handed to the

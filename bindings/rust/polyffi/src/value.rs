@@ -812,6 +812,25 @@ pub struct DataTypeOrString(pub DataType);
 
 // ---- Arguments --------------------------------------------------------------------------------
 
+/// `bytes` as UTF-8: ASCII is checked eight bytes at a time, anything else by `from_utf8`.
+#[inline]
+pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
+    let mut words = bytes.chunks_exact(8);
+    let mut high = 0u64;
+    for w in words.by_ref() {
+        high |= u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+    }
+    for &b in words.remainder() {
+        high |= u64::from(b);
+    }
+    if high & 0x8080_8080_8080_8080 == 0 {
+        // SAFETY: every byte is ASCII.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
@@ -823,10 +842,10 @@ pub enum StrHolder {
 }
 
 impl StrHolder {
+    #[inline]
     fn new(s: &[u8]) -> Result<StrHolder> {
         if s.contains(&0) {
-            let f = core_global!("runtime.String")?;
-            return f.invoke::<Object>((s,)).map(StrHolder::Object);
+            return Self::with_nul(s);
         }
         if s.len() < 64 {
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
@@ -842,6 +861,13 @@ impl StrHolder {
                 CString::from_vec_unchecked(s.to_vec())
             }))
         }
+    }
+
+    /// A string with NUL bytes inside travels as a `runtime.String` object.
+    #[cold]
+    fn with_nul(s: &[u8]) -> Result<StrHolder> {
+        let f = core_global!("runtime.String")?;
+        f.invoke::<Object>((s,)).map(StrHolder::Object)
     }
 
     fn raw(&self) -> (TVMValue, c_int) {
@@ -1273,13 +1299,28 @@ impl FromRet for String {
     #[inline]
     unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
         if code == STR {
-            let bytes = CStr::from_ptr(v.v_str).to_bytes();
-            if let Ok(s) = std::str::from_utf8(bytes) {
+            if let Some(s) = utf8(CStr::from_ptr(v.v_str).to_bytes()) {
                 return Ok(s.to_owned());
             }
         }
         String::try_from(Value::from_raw_owned(v, code)?)
     }
+}
+
+/// A string result into a caller's buffer (see `Function::invoke_into_string`).
+///
+/// # Safety
+/// `v`, `code` must be an owned result just returned by the runtime.
+#[inline]
+pub(crate) unsafe fn string_into(v: TVMValue, code: c_int, out: &mut String) -> Result<()> {
+    if code == STR {
+        if let Some(s) = utf8(CStr::from_ptr(v.v_str).to_bytes()) {
+            out.push_str(s);
+            return Ok(());
+        }
+    }
+    *out = String::from_ret(v, code)?;
+    Ok(())
 }
 
 fast_ret! {
