@@ -1044,7 +1044,7 @@ impl Value {
     /// The packed form of a value that needs no holder during a call (everything but strings,
     /// bytes and shapes); None for those three.
     #[inline(always)]
-    fn raw_plain(&self) -> Option<(TVMValue, c_int)> {
+    pub(crate) fn raw_plain(&self) -> Option<(TVMValue, c_int)> {
         Some(match self {
             Value::Int(x) => (TVMValue { v_int64: *x }, INT),
             Value::Float(x) => (TVMValue { v_float64: *x }, FLOAT),
