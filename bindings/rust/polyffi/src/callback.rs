@@ -300,6 +300,17 @@ pub trait FromArg: Sized {
     unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self>;
 }
 
+#[cold]
+#[inline(never)]
+fn arg_count_error(expected: usize, got: usize) -> Error {
+    Error::new(
+        "TypeError",
+        format!("expected {expected} arguments but got {got}"),
+    )
+}
+
+#[cold]
+#[inline(never)]
 fn arg_mismatch(index: usize, want: &str, code: c_int) -> Error {
     Error::new(
         "TypeError",
@@ -401,10 +412,7 @@ macro_rules! typed_fn {
                 ret: ReturnSlot,
             ) -> Result<()> {
                 if n != $n {
-                    return Err(Error::new(
-                        "TypeError",
-                        format!("expected {} arguments but got {n}", $n),
-                    ));
+                    return Err(arg_count_error($n, n));
                 }
                 let r = self($($A::from_arg(*args.add($i), *codes.add($i), $i)?),*)?;
                 set_return(ret, r.into())
