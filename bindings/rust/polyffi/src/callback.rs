@@ -145,6 +145,30 @@ where
     F: Fn(&[Value]) -> Result<Value>,
 {
     const N: usize = 4;
+    if n <= N {
+        // Scalars only (the common case): plain copies that own nothing, so no conversion can
+        // fail and nothing needs dropping afterwards.
+        let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
+        let mut all_scalar = true;
+        for i in 0..n {
+            let v = *args.add(i);
+            slots[i].write(match *codes.add(i) {
+                crate::value::INT => Value::Int(v.v_int64),
+                crate::value::FLOAT => Value::Float(v.v_float64),
+                crate::value::BOOL => Value::Bool(v.v_int64 != 0),
+                crate::value::NULL => Value::Null,
+                _ => {
+                    all_scalar = false;
+                    break;
+                }
+            });
+        }
+        if all_scalar {
+            // SAFETY: the first n slots hold scalars.
+            let values = std::slice::from_raw_parts(slots.as_ptr() as *const Value, n);
+            return set_return(ret, f(values)?);
+        }
+    }
     let result = if n <= N {
         let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
         let mut init = Initialised {
