@@ -150,9 +150,9 @@ where
         // fail and nothing needs dropping afterwards.
         let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
         let mut all_scalar = true;
-        for i in 0..n {
+        for (i, slot) in slots.iter_mut().enumerate().take(n) {
             let v = *args.add(i);
-            slots[i].write(match *codes.add(i) {
+            slot.write(match *codes.add(i) {
                 crate::value::INT => Value::Int(v.v_int64),
                 crate::value::FLOAT => Value::Float(v.v_float64),
                 crate::value::BOOL => Value::Bool(v.v_int64 != 0),
