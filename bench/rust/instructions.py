@@ -17,6 +17,7 @@ CASES = [
     ("add3", "add3/rust_typed", "calls/add3/polyffi_c", "add3", 20000, 1),
     ("add3 generic", "add3/rust_generic", "calls/add3/polyffi_c", "add3", 20000, 1),
     ("str16", "str16/rust_typed", "calls/str16/polyffi_c", "str16", 20000, 1),
+    ("str16 into a reused String", "str16/rust_into", "calls/str16/polyffi_c", "str16", 20000, 1),
     ("callback (from_closure)", "callback/rust_typed", None, "callback", 1, 1_000_000),
     ("callback (from_typed)", "callback/rust_from_typed", None, "callback", 1, 1_000_000),
     ("lookup", "lookup/rust_typed", "calls/lookup/polyffi_c", "lookup", 20000, 1),
@@ -63,13 +64,14 @@ def main():
     tvm = build / "cargo/release/tvm-ffi-rows"
     fixtures = build / "lib/libbench_tvm_ffi_fixtures.so"
     c = build / "bin/bench_calls"
-    for p in (rust, c):
+    for p in (rust, c, tvm, fixtures):
         if not p.exists():
-            sys.exit(f"{p} not found")
+            # Every row is judged against the tvm-ffi crate: without the peer there is no result.
+            sys.exit(f"instructions.py: {p} not found (build polyffi-bench with --features "
+                     "tvm-ffi and bench_calls with TVM_FFI_ROOT, see docs/performance/rust.md)")
     print("| case | Rust instr/call | C ABI from C | floor | tvm-ffi crate | Rust / C | "
           "Rust / tvm-ffi |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    have_tvm = tvm.exists() and fixtures.exists()
     for name, rcase, ccase, tcase, n, calls in CASES:
         r = per_call(rust_cmd(rust, rcase), n, calls)
         if ccase is None:  # the C callback case runs 1000 callbacks per iteration
@@ -77,7 +79,7 @@ def main():
         else:
             cv = per_call(c_cmd(c, ccase), n, 1)
         floor = per_call(c_cmd(c, FLOORS[name]), n, 1) if name in FLOORS else None
-        t = per_call(tvm_cmd(tvm, fixtures, tcase), n, calls) if have_tvm else None
+        t = per_call(tvm_cmd(tvm, fixtures, tcase), n, calls)
         print(f"| {name} | {r:.0f} | {fmt(cv)} | {fmt(floor)} | {fmt(t)} | {ratio(r, cv)} | "
               f"{ratio(r, t)} |")
 

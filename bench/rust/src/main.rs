@@ -43,6 +43,8 @@ struct Handles {
     call_n: Function,
     add_one: Function,
     add_one_typed: Function,
+    /// The reused result buffer of `str16/rust_into`.
+    text: std::cell::RefCell<String>,
 }
 
 fn handles() -> Handles {
@@ -57,6 +59,7 @@ fn handles() -> Handles {
     let add_one_typed = Function::from_typed(|x: i64| Ok(x + 1)).unwrap();
     let h = Handles {
         add_one_typed,
+        text: std::cell::RefCell::new(String::new()),
         nop: g("testing.nop"),
         add3: g("testing.add3"),
         echo: g("testing.echo"),
@@ -86,6 +89,16 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
         "str16/rust_typed" => (0..n).for_each(|_| {
             black_box(h.echo.invoke::<String>((black_box(STR16),)).unwrap());
         }),
+        "str16/rust_into" => {
+            let mut text = h.text.borrow_mut();
+            (0..n).for_each(|_| {
+                h.echo
+                    .invoke_into_string((black_box(STR16),), &mut text)
+                    .unwrap();
+                black_box(text.as_str());
+            });
+            assert!(n == 0 || *text == STR16);
+        }
         "callback/rust_typed" => (0..n).for_each(|_| {
             black_box(h.call_n.invoke::<i64>((&h.add_one, CALL_N)).unwrap());
         }),
@@ -121,6 +134,7 @@ const CASES: &[(&str, u64, u64)] = &[
     ("add3/rust_typed", 2_000_000, 1),
     ("add3/rust_generic", 2_000_000, 1),
     ("str16/rust_typed", 1_000_000, 1),
+    ("str16/rust_into", 1_000_000, 1),
     ("callback/rust_typed", 3, CALL_N as u64),
     ("callback/rust_from_typed", 3, CALL_N as u64),
     ("lookup/rust_typed", 1_000_000, 1),
@@ -245,6 +259,11 @@ fn table(h: &Handles) {
     }
     let c = c_rows(&build);
     let (tvm, tvm_status) = tvm_ffi_rows(&build);
+    if tvm_status != "ok" {
+        // The comparison is the point of the table: no peer, no table.
+        eprintln!("polyffi-bench: the tvm-ffi crate rows are missing: {tvm_status}");
+        std::process::exit(1);
+    }
 
     println!("| case | polyffi Rust ns/call | allocs/call | floor (extern \"C\") | C ABI from C | tvm-ffi crate | Rust / C ABI | Rust / tvm-ffi crate |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -253,7 +272,8 @@ fn table(h: &Handles) {
         ("nop", "nop/rust_typed"),
         ("add3 (typed invoke)", "add3/rust_typed"),
         ("add3 (generic call)", "add3/rust_generic"),
-        ("str16 echo", "str16/rust_typed"),
+        ("str16 echo -> `String`", "str16/rust_typed"),
+        ("str16 echo into a reused `String`", "str16/rust_into"),
         (
             "closure `from_closure` via call_n (per callback)",
             "callback/rust_typed",

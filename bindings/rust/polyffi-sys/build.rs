@@ -155,7 +155,7 @@ fn generate_bindings(include_dirs: &[PathBuf]) {
         .header_contents(
             "polyffi_wrapper.h",
             "#include <polyffi/c_runtime_api.h>\n#include <polyffi/c_backend_api.h>\n\
-             #include <polyffi/c_async_api.h>\n",
+             #include <polyffi/c_async_api.h>\n#include <polyffi/c_direct_api.h>\n",
         )
         .allowlist_function("TVM.*")
         .allowlist_type("TVM.*|DL.*|FTVM.*")

@@ -1,6 +1,7 @@
-//! Raw bindings to libpolyffi's C ABI: `c_runtime_api.h`, `c_backend_api.h` and `c_async_api.h`, by
-//! bindgen at build time. Everything here is `unsafe` and follows the ownership words written
-//! beside each declaration in the headers; the `polyffi` crate is the safe API over it.
+//! Raw bindings to libpolyffi's C ABI: `c_runtime_api.h`, `c_backend_api.h`, `c_async_api.h` and
+//! `c_direct_api.h`, by bindgen at build time. Everything here is `unsafe` and follows the
+//! ownership words written beside each declaration in the headers; the `polyffi` crate is the
+//! safe API over it.
 #![allow(
     non_upper_case_globals,
     non_camel_case_types,

@@ -1,7 +1,10 @@
-//! Rust closures as runtime functions: the `TVMPackedCFunc` trampoline and the finalizer.
+//! Rust closures as runtime functions: the direct-function trampoline (`TVMFuncCreateDirect`)
+//! and the finalizer.
 //!
 //! The closure is boxed and passed as `resource_handle`; the finalizer drops the box exactly
-//! once. Nothing unwinds across the C ABI: panics in the closure (and in its Drop) are caught
+//! once. The trampoline writes the closure's result straight into the caller's slot: plain
+//! values as they are, strings and bytes through `TVMDirectReturnString`, objects with their one
+//! reference handed over; errors go through the last-error convention. Nothing unwinds across the C ABI: panics in the closure (and in its Drop) are caught
 //! and become an error of kind `RustPanic`.
 use std::any::Any;
 use std::ffi::{c_void, CString};
@@ -15,18 +18,33 @@ use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
 use crate::function::Function;
-use crate::value::{ToArg, Value};
+use crate::value::Value;
+
+/// The caller's result slot a direct function writes into (kTVMNullptr on entry).
+#[derive(Copy, Clone)]
+pub struct ReturnSlot {
+    value: *mut TVMValue,
+    code: *mut c_int,
+}
+
+impl ReturnSlot {
+    #[inline(always)]
+    unsafe fn write(self, value: TVMValue, code: c_int) {
+        *self.value = value;
+        *self.code = code;
+    }
+}
 
 /// What a trampoline calls: unpack the packed arguments, run, set the return value.
 pub trait PackedCall: Send + Sync + 'static {
     /// # Safety
-    /// `args`/`codes` hold `n` borrowed arguments and `ret` is the callback's return handle.
+    /// `args`/`codes` hold `n` borrowed arguments and `ret` is the caller's result slot.
     unsafe fn call_packed(
         &self,
         args: *const TVMValue,
         codes: *const c_int,
         n: usize,
-        ret: sys::TVMRetValueHandle,
+        ret: ReturnSlot,
     ) -> Result<()>;
 }
 
@@ -43,7 +61,7 @@ where
         args: *const TVMValue,
         codes: *const c_int,
         n: usize,
-        ret: sys::TVMRetValueHandle,
+        ret: ReturnSlot,
     ) -> Result<()> {
         call_closure(&self.0, args, codes, n, ret)
     }
@@ -57,9 +75,9 @@ where
     let resource = Box::into_raw(Box::new(f)) as *mut c_void;
     let mut out: *mut c_void = std::ptr::null_mut();
     // SAFETY: the runtime owns `resource` from here on: its finalizer runs exactly once, also
-    // when this call fails (c_runtime_api.h), so the box is never leaked nor freed twice.
+    // when this call fails (c_direct_api.h), so the box is never leaked nor freed twice.
     let status = unsafe {
-        sys::TVMFuncCreateFromCFunc(
+        sys::TVMFuncCreateDirect(
             Some(trampoline::<F>),
             resource,
             Some(finalizer::<F>),
@@ -69,7 +87,7 @@ where
     check_call(status)?;
     NonNull::new(out)
         .map(|h| unsafe { Function::from_raw(h) })
-        .ok_or_else(|| Error::new("InternalError", "TVMFuncCreateFromCFunc returned NULL"))
+        .ok_or_else(|| Error::new("InternalError", "TVMFuncCreateDirect returned NULL"))
 }
 
 /// The first `len` slots of a stack buffer of callback arguments, dropped on every exit.
@@ -121,12 +139,36 @@ unsafe fn call_closure<F>(
     args: *const TVMValue,
     codes: *const c_int,
     n: usize,
-    ret: sys::TVMRetValueHandle,
+    ret: ReturnSlot,
 ) -> Result<()>
 where
     F: Fn(&[Value]) -> Result<Value>,
 {
     const N: usize = 4;
+    if n <= N {
+        // Scalars only (the common case): plain copies that own nothing, so no conversion can
+        // fail and nothing needs dropping afterwards.
+        let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
+        let mut all_scalar = true;
+        for (i, slot) in slots.iter_mut().enumerate().take(n) {
+            let v = *args.add(i);
+            slot.write(match *codes.add(i) {
+                crate::value::INT => Value::Int(v.v_int64),
+                crate::value::FLOAT => Value::Float(v.v_float64),
+                crate::value::BOOL => Value::Bool(v.v_int64 != 0),
+                crate::value::NULL => Value::Null,
+                _ => {
+                    all_scalar = false;
+                    break;
+                }
+            });
+        }
+        if all_scalar {
+            // SAFETY: the first n slots hold scalars.
+            let values = std::slice::from_raw_parts(slots.as_ptr() as *const Value, n);
+            return set_return(ret, f(values)?);
+        }
+    }
     let result = if n <= N {
         let mut slots: [MaybeUninit<Value>; N] = [const { MaybeUninit::uninit() }; N];
         let mut init = Initialised {
@@ -167,43 +209,90 @@ pub(crate) fn set_last_error(e: &Error) {
     unsafe { sys::TVMAPISetLastError(c.as_ptr()) };
 }
 
+/// Writes `value` into the caller's slot, handing over what it owns.
 #[inline(always)]
-pub(crate) unsafe fn set_return(ret: sys::TVMRetValueHandle, value: Value) -> Result<()> {
-    let (mut v, mut code) = match value {
-        Value::Int(x) => (TVMValue { v_int64: x }, crate::value::INT),
-        Value::Float(x) => (TVMValue { v_float64: x }, crate::value::FLOAT),
-        Value::Bool(x) => (TVMValue { v_int64: x as i64 }, crate::value::BOOL),
-        Value::Null => (TVMValue { v_int64: 0 }, crate::value::NULL),
-        other => return set_return_slow(ret, &other),
-    };
-    // SAFETY: `ret` is the handle this callback received.
-    check_call(sys::TVMCFuncSetReturn(ret, &mut v, &mut code, 1))
+pub(crate) unsafe fn set_return(ret: ReturnSlot, value: Value) -> Result<()> {
+    // Scalars own nothing: matching by reference skips the enum's drop glue for them.
+    let value = std::mem::ManuallyDrop::new(value);
+    match &*value {
+        Value::Int(x) => ret.write(TVMValue { v_int64: *x }, crate::value::INT),
+        Value::Float(x) => ret.write(TVMValue { v_float64: *x }, crate::value::FLOAT),
+        Value::Bool(x) => ret.write(TVMValue { v_int64: *x as i64 }, crate::value::BOOL),
+        Value::Null => {}
+        _ => return set_return_slow(ret, std::mem::ManuallyDrop::into_inner(value)),
+    }
+    Ok(())
 }
 
 #[inline(never)]
-unsafe fn set_return_slow(ret: sys::TVMRetValueHandle, value: &Value) -> Result<()> {
-    if let Value::NDArray(a) = value {
-        if !a.is_owned() {
-            // Its descriptor dies with this callback: the caller would get a dangling view.
-            return Err(Error::value_error(
-                "polyffi: a borrowed NDArray view cannot be returned from a callback",
-            ));
+unsafe fn set_return_slow(ret: ReturnSlot, value: Value) -> Result<()> {
+    let handle = |h: *mut c_void, code: c_int| ret.write(TVMValue { v_handle: h }, code);
+    match value {
+        Value::Str(s) if s.as_bytes().contains(&0) => {
+            // A C string would end at the NUL: the text travels as a runtime.String object.
+            let obj: crate::Object =
+                crate::value::core_global!("runtime.String")?.invoke((s.as_bytes(),))?;
+            handle(obj.into_raw(), crate::value::OBJECT);
+        }
+        Value::Str(s) => return return_string(ret, s.as_bytes(), false),
+        Value::Bytes(b) => return return_string(ret, &b, true),
+        Value::NDArray(a) => {
+            if !a.is_owned() {
+                // Its descriptor dies with this callback: the caller would get a dangling view.
+                return Err(Error::value_error(
+                    "polyffi: a borrowed NDArray view cannot be returned from a callback",
+                ));
+            }
+            // Owned: its one reference goes to the caller (an owned NDArray holds nothing
+            // else to release).
+            let h = a.as_raw();
+            std::mem::forget(a);
+            handle(h as *mut c_void, crate::value::NDARRAY);
+        }
+        Value::Function(f) => handle(f.into_raw(), crate::value::FUNC),
+        Value::Module(m) => {
+            let h = m.as_raw();
+            std::mem::forget(m);
+            handle(h, crate::value::MODULE);
+        }
+        Value::Array(a) => handle(a.as_object().clone().into_raw(), crate::value::OBJECT),
+        Value::Map(m) => handle(m.as_object().clone().into_raw(), crate::value::OBJECT),
+        Value::Object(o) => handle(o.into_raw(), crate::value::OBJECT),
+        Value::Shape(s) => handle(s.to_object()?.into_raw(), crate::value::OBJECT),
+        plain => {
+            // Device, DataType, OpaqueHandle and the scalars: no holder, nothing owned.
+            if let Some((v, code)) = plain.raw_plain() {
+                ret.write(v, code);
+            }
         }
     }
-    let holder = value.prepare()?;
-    let (mut v, mut code) = value.raw(&holder);
-    // SAFETY: `ret` is the handle this callback received; the runtime copies strings and
-    // retains objects, so `holder` may go right after.
-    check_call(sys::TVMCFuncSetReturn(ret, &mut v, &mut code, 1))
+    Ok(())
+}
+
+/// A string or bytes result, copied by the runtime into the thread's return storage.
+#[inline]
+unsafe fn return_string(ret: ReturnSlot, data: &[u8], is_bytes: bool) -> Result<()> {
+    check_call(sys::TVMDirectReturnString(
+        data.as_ptr() as *const _,
+        data.len(),
+        c_int::from(is_bytes),
+        ret.value,
+        ret.code,
+    ))
 }
 
 unsafe extern "C" fn trampoline<F: PackedCall>(
-    args: *mut TVMValue,
-    codes: *mut c_int,
-    num_args: c_int,
-    ret: sys::TVMRetValueHandle,
     resource: *mut c_void,
+    args: *const TVMValue,
+    codes: *const c_int,
+    num_args: c_int,
+    ret_val: *mut TVMValue,
+    ret_code: *mut c_int,
 ) -> c_int {
+    let ret = ReturnSlot {
+        value: ret_val,
+        code: ret_code,
+    };
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
         // SAFETY: resource is the Box<F> made in make_function, alive until the finalizer.
         let f = &*(resource as *const F);
@@ -235,6 +324,17 @@ pub trait FromArg: Sized {
     unsafe fn from_arg(v: TVMValue, code: c_int, index: usize) -> Result<Self>;
 }
 
+#[cold]
+#[inline(never)]
+fn arg_count_error(expected: usize, got: usize) -> Error {
+    Error::new(
+        "TypeError",
+        format!("expected {expected} arguments but got {got}"),
+    )
+}
+
+#[cold]
+#[inline(never)]
 fn arg_mismatch(index: usize, want: &str, code: c_int) -> Error {
     Error::new(
         "TypeError",
@@ -314,7 +414,7 @@ pub trait TypedFn<Args>: Send + Sync + 'static {
         args: *const TVMValue,
         codes: *const c_int,
         n: usize,
-        ret: sys::TVMRetValueHandle,
+        ret: ReturnSlot,
     ) -> Result<()>;
 }
 
@@ -333,13 +433,10 @@ macro_rules! typed_fn {
                 args: *const TVMValue,
                 codes: *const c_int,
                 n: usize,
-                ret: sys::TVMRetValueHandle,
+                ret: ReturnSlot,
             ) -> Result<()> {
                 if n != $n {
-                    return Err(Error::new(
-                        "TypeError",
-                        format!("expected {} arguments but got {n}", $n),
-                    ));
+                    return Err(arg_count_error($n, n));
                 }
                 let r = self($($A::from_arg(*args.add($i), *codes.add($i), $i)?),*)?;
                 set_return(ret, r.into())
@@ -368,7 +465,7 @@ where
         args: *const TVMValue,
         codes: *const c_int,
         n: usize,
-        ret: sys::TVMRetValueHandle,
+        ret: ReturnSlot,
     ) -> Result<()> {
         self.0.call_typed(args, codes, n, ret)
     }

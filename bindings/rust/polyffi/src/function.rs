@@ -8,11 +8,18 @@ use polyffi_sys as sys;
 use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
-use crate::value::{with_c_str, with_packed_slice, FromRet, IntoArgs, Value, NULL};
+use crate::value::{with_c_str, with_packed_slice, FromRet, IntoArgs, Value, NULL, RVALUE_REF};
 
 /// A runtime function: a global, a module's function, a returned closure or a Rust closure.
+///
+/// It keeps the function's direct entry (`TVMFuncGetDirect`: a function pointer and its
+/// resource, valid while the handle is held) and calls through it: the handle is known to be a
+/// live function and the arguments are packed by this crate, so the checks `TVMFuncCall` makes
+/// have nothing to find.
 pub struct Function {
     handle: NonNull<c_void>,
+    entry: sys::TVMDirectCFunc,
+    resource: *mut c_void,
 }
 
 // SAFETY: function objects are atomically reference counted and callable from any thread
@@ -27,7 +34,19 @@ impl Function {
     /// # Safety
     /// `handle` must be an owned reference to a function object.
     pub unsafe fn from_raw(handle: NonNull<c_void>) -> Self {
-        Function { handle }
+        let mut entry: sys::TVMDirectCFunc = None;
+        let mut resource: *mut c_void = std::ptr::null_mut();
+        // A handle the runtime refuses (not a function) keeps `entry` None: calls then go
+        // through TVMFuncCall, which reports the error.
+        if sys::TVMFuncGetDirect(handle.as_ptr(), &mut entry, &mut resource) != 0 {
+            entry = None;
+            resource = std::ptr::null_mut();
+        }
+        Function {
+            handle,
+            entry,
+            resource,
+        }
     }
 
     /// The handle, still owned by `self`.
@@ -60,12 +79,16 @@ impl Function {
         check_call(with_c_str(name, |p| unsafe {
             sys::TVMFuncGetGlobal(p, &mut out)
         })?)?;
-        Ok(NonNull::new(out).map(|h| Function { handle: h }))
+        // SAFETY: an owned function handle.
+        Ok(NonNull::new(out).map(|h| unsafe { Function::from_raw(h) }))
     }
 
     /// Calls with a slice of values (up to 8 arguments are packed on the stack).
+    #[inline]
     pub fn call(&self, args: &[Value]) -> Result<Value> {
-        with_packed_slice(args, |values, codes| self.call_raw(values, codes))?
+        with_packed_slice(args, |values, codes| {
+            self.call_raw_typed::<Value>(values, codes)
+        })?
     }
 
     /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values
@@ -81,31 +104,80 @@ impl Function {
         self.call_raw_typed::<Value>(values, codes)
     }
 
+    /// Typed call with a string result written into `out` (cleared first), reusing its buffer:
+    /// once `out` has the capacity, a call with short string arguments allocates nothing.
+    /// A result that is not a string is a TypeError and leaves `out` empty.
+    #[inline]
+    pub fn invoke_into_string(&self, args: impl IntoArgs, out: &mut String) -> Result<()> {
+        out.clear();
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { crate::value::string_into(ret, code, out) }
+        })?
+    }
+
     #[inline(always)]
     fn call_raw_typed<R: FromRet>(
         &self,
         values: &mut [TVMValue],
         codes: &mut [c_int],
     ) -> Result<R> {
+        let (ret, ret_code) = self.call_packed_raw(values, codes)?;
+        // SAFETY: ret is the owned result of the call just made.
+        unsafe { R::from_ret(ret, ret_code) }
+    }
+
+    /// The call itself: the raw owned result, or the runtime's error.
+    #[inline(always)]
+    fn call_packed_raw(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<(TVMValue, c_int)> {
         debug_assert_eq!(values.len(), codes.len());
         let n =
             c_int::try_from(values.len()).map_err(|_| Error::value_error("too many arguments"))?;
-        let mut ret = TVMValue { v_int64: 0 };
+        // The direct contract: the slot holds kTVMNullptr / NULL before every call.
+        let mut ret = TVMValue {
+            v_handle: std::ptr::null_mut(),
+        };
         let mut ret_code: c_int = NULL;
-        // SAFETY: values/codes hold n packed arguments whose storage outlives the call.
-        let status = unsafe {
-            sys::TVMFuncCall(
-                self.as_raw(),
-                values.as_mut_ptr(),
-                codes.as_mut_ptr(),
-                n,
-                &mut ret,
-                &mut ret_code,
-            )
+        let status = match self.entry {
+            // SAFETY: the entry of this live handle; values/codes hold n packed arguments
+            // whose storage outlives the call; the slot is pre-set as required.
+            Some(entry) => unsafe {
+                entry(
+                    self.resource,
+                    values.as_ptr(),
+                    codes.as_ptr(),
+                    n,
+                    &mut ret,
+                    &mut ret_code,
+                )
+            },
+            // SAFETY: as above; TVMFuncCall checks the handle itself.
+            None => unsafe {
+                sys::TVMFuncCall(
+                    self.as_raw(),
+                    values.as_mut_ptr(),
+                    codes.as_mut_ptr(),
+                    n,
+                    &mut ret,
+                    &mut ret_code,
+                )
+            },
         };
         check_call(status)?;
-        // SAFETY: ret is the owned result of the call just made.
-        unsafe { R::from_ret(ret, ret_code) }
+        // A direct callee's slot arrives as written: an rvalue reference is not a result
+        // (TVMFuncCall refuses it too; it owns nothing, so nothing is released). A borrowed
+        // tensor view is taken as TVMFuncCall hands it on from classic callees (testing.echo of
+        // a view): its descriptor is copied at once, its data stays the caller's.
+        if ret_code == RVALUE_REF {
+            return Err(refused_result(ret_code));
+        }
+        check_call(status)?;
+        Ok((ret, ret_code))
     }
 
     /// Wraps a Rust closure as a runtime function. The closure is boxed and handed to the
@@ -143,12 +215,24 @@ impl Function {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn refused_result(code: c_int) -> Error {
+    Error::type_error(format!(
+        "callee returned an unsupported value ({}); a function result must own what it holds",
+        crate::value::type_code_name(code)
+    ))
+}
+
 impl Clone for Function {
     fn clone(&self) -> Self {
         // SAFETY: a live function handle is an object handle.
         unsafe { sys::TVMObjectRetain(self.as_raw()) };
+        // The entry stays valid: it belongs to the same function object.
         Function {
             handle: self.handle,
+            entry: self.entry,
+            resource: self.resource,
         }
     }
 }

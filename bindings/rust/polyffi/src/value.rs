@@ -812,6 +812,25 @@ pub struct DataTypeOrString(pub DataType);
 
 // ---- Arguments --------------------------------------------------------------------------------
 
+/// `bytes` as UTF-8: ASCII is checked eight bytes at a time, anything else by `from_utf8`.
+#[inline]
+pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
+    let mut words = bytes.chunks_exact(8);
+    let mut high = 0u64;
+    for w in words.by_ref() {
+        high |= u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+    }
+    for &b in words.remainder() {
+        high |= u64::from(b);
+    }
+    if high & 0x8080_8080_8080_8080 == 0 {
+        // SAFETY: every byte is ASCII.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
@@ -823,10 +842,10 @@ pub enum StrHolder {
 }
 
 impl StrHolder {
+    #[inline]
     fn new(s: &[u8]) -> Result<StrHolder> {
         if s.contains(&0) {
-            let f = core_global!("runtime.String")?;
-            return f.invoke::<Object>((s,)).map(StrHolder::Object);
+            return Self::with_nul(s);
         }
         if s.len() < 64 {
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
@@ -842,6 +861,13 @@ impl StrHolder {
                 CString::from_vec_unchecked(s.to_vec())
             }))
         }
+    }
+
+    /// A string with NUL bytes inside travels as a `runtime.String` object.
+    #[cold]
+    fn with_nul(s: &[u8]) -> Result<StrHolder> {
+        let f = core_global!("runtime.String")?;
+        f.invoke::<Object>((s,)).map(StrHolder::Object)
     }
 
     fn raw(&self) -> (TVMValue, c_int) {
@@ -1014,6 +1040,35 @@ handle_arg! {
     NDArray => |x| (x.as_raw() as *mut c_void, x.type_code()),
 }
 
+impl Value {
+    /// The packed form of a value that needs no holder during a call (everything but strings,
+    /// bytes and shapes); None for those three.
+    #[inline(always)]
+    pub(crate) fn raw_plain(&self) -> Option<(TVMValue, c_int)> {
+        Some(match self {
+            Value::Int(x) => (TVMValue { v_int64: *x }, INT),
+            Value::Float(x) => (TVMValue { v_float64: *x }, FLOAT),
+            Value::Bool(x) => (TVMValue { v_int64: *x as i64 }, BOOL),
+            Value::Null => (TVMValue { v_int64: 0 }, NULL),
+            Value::Device(x) => x.raw(&()),
+            Value::DataType(x) => x.raw(&()),
+            Value::Function(x) => x.raw(&()),
+            Value::Module(x) => x.raw(&()),
+            Value::NDArray(x) => x.raw(&()),
+            Value::Array(x) => x.raw(&()),
+            Value::Map(x) => x.raw(&()),
+            Value::Object(x) => x.raw(&()),
+            Value::OpaqueHandle(p) => (
+                TVMValue {
+                    v_handle: *p as *mut c_void,
+                },
+                OPAQUE,
+            ),
+            Value::Str(_) | Value::Bytes(_) | Value::Shape(_) => return None,
+        })
+    }
+}
+
 impl ToArg for Value {
     type Holder = ValueHolder;
     fn prepare(&self) -> Result<ValueHolder> {
@@ -1138,24 +1193,48 @@ tuple_args!(6; A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_args!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_args!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-/// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond.
+/// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond. Values that
+/// need no holder (scalars, objects) are packed in one pass without initialising the unused
+/// slots; a string, bytes or shape argument takes the general path.
+#[inline]
 pub(crate) fn with_packed_slice<R>(
     args: &[Value],
     f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
 ) -> Result<R> {
     const N: usize = 8;
-    if args.len() <= N
-        && !args
-            .iter()
-            .any(|a| matches!(a, Value::Str(_) | Value::Bytes(_) | Value::Shape(_)))
-    {
-        let mut values = [TVMValue { v_int64: 0 }; N];
-        let mut codes = [NULL; N];
+    let n = args.len();
+    if n <= N {
+        let mut values = [std::mem::MaybeUninit::<TVMValue>::uninit(); N];
+        let mut codes = [std::mem::MaybeUninit::<c_int>::uninit(); N];
         for (i, a) in args.iter().enumerate() {
-            (values[i], codes[i]) = a.raw(&ValueHolder::None);
+            match a.raw_plain() {
+                Some((v, c)) => {
+                    values[i].write(v);
+                    codes[i].write(c);
+                }
+                None => return with_packed_slice_held(args, f),
+            }
         }
-        return Ok(f(&mut values[..args.len()], &mut codes[..args.len()]));
+        // SAFETY: the first n slots were written above.
+        let (values, codes) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(values.as_mut_ptr() as *mut TVMValue, n),
+                std::slice::from_raw_parts_mut(codes.as_mut_ptr() as *mut c_int, n),
+            )
+        };
+        return Ok(f(values, codes));
     }
+    with_packed_slice_held(args, f)
+}
+
+/// The general path: every argument gets its holder (NUL-terminated strings, byte arrays,
+/// shape objects) before the call.
+#[inline(never)]
+fn with_packed_slice_held<R>(
+    args: &[Value],
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+) -> Result<R> {
+    const N: usize = 8;
     if args.len() <= N {
         let mut holders: [ValueHolder; N] = std::array::from_fn(|_| ValueHolder::None);
         for (h, a) in holders.iter_mut().zip(args) {
@@ -1189,9 +1268,16 @@ pub trait FromRet: Sized {
 }
 
 impl FromRet for Value {
-    #[inline]
+    /// Scalars inline; everything else out of line.
+    #[inline(always)]
     unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
-        Value::from_raw_owned(v, code)
+        match code {
+            INT | UINT => Ok(Value::Int(v.v_int64)),
+            FLOAT => Ok(Value::Float(v.v_float64)),
+            BOOL => Ok(Value::Bool(v.v_int64 != 0)),
+            NULL => Ok(Value::Null),
+            _ => Value::from_raw_owned(v, code),
+        }
     }
 }
 
@@ -1213,13 +1299,28 @@ impl FromRet for String {
     #[inline]
     unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
         if code == STR {
-            let bytes = CStr::from_ptr(v.v_str).to_bytes();
-            if let Ok(s) = std::str::from_utf8(bytes) {
+            if let Some(s) = utf8(CStr::from_ptr(v.v_str).to_bytes()) {
                 return Ok(s.to_owned());
             }
         }
         String::try_from(Value::from_raw_owned(v, code)?)
     }
+}
+
+/// A string result into a caller's buffer (see `Function::invoke_into_string`).
+///
+/// # Safety
+/// `v`, `code` must be an owned result just returned by the runtime.
+#[inline]
+pub(crate) unsafe fn string_into(v: TVMValue, code: c_int, out: &mut String) -> Result<()> {
+    if code == STR {
+        if let Some(s) = utf8(CStr::from_ptr(v.v_str).to_bytes()) {
+            out.push_str(s);
+            return Ok(());
+        }
+    }
+    *out = String::from_ret(v, code)?;
+    Ok(())
 }
 
 fast_ret! {

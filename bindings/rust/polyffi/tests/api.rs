@@ -157,6 +157,76 @@ fn closure_receives_and_returns_every_kind_of_value() {
 }
 
 #[test]
+fn generic_call_packs_every_plain_value_and_strings_after_them() {
+    // The closure reports what it received, so the packing of each kind is checked.
+    let describe = Function::from_closure(|args: &[Value]| {
+        Ok(Value::Str(
+            args.iter()
+                .map(|a| match a {
+                    Value::Int(x) => format!("int {x}"),
+                    Value::Float(x) => format!("float {x}"),
+                    Value::Bool(x) => format!("bool {x}"),
+                    Value::Null => "null".to_string(),
+                    Value::Device(d) => format!("device {d}"),
+                    Value::DataType(t) => format!("dtype {t}"),
+                    Value::Str(s) => format!("str {s}"),
+                    other => other.type_name().to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ))
+    })
+    .unwrap();
+    let apply = common::global("testing.apply");
+    let plain = vec![
+        Value::Function(describe.clone()),
+        Value::Int(-7),
+        Value::Float(2.5),
+        Value::Bool(true),
+        Value::Null,
+        Value::Device(Device::cpu(0)),
+        Value::DataType(DataType::FLOAT32),
+    ];
+    let expected = "int -7, float 2.5, bool true, null, device cpu:0, dtype float32";
+    assert_eq!(apply.call(&plain).unwrap(), Value::Str(expected.into()));
+    // A string after plain values: the packer switches to the path with holders.
+    let mut with_str = plain.clone();
+    with_str.push(Value::Str("last".into()));
+    assert_eq!(
+        apply.call(&with_str).unwrap(),
+        Value::Str(format!("{expected}, str last"))
+    );
+}
+
+#[test]
+fn invoke_into_string_reuses_the_buffer() {
+    let echo = common::global("testing.echo");
+    let concat = common::global("testing.concat");
+    let mut out = String::with_capacity(64);
+    let at = out.as_ptr();
+    echo.invoke_into_string(("0123456789abcdef",), &mut out)
+        .unwrap();
+    assert_eq!(out, "0123456789abcdef");
+    concat.invoke_into_string(("ab", "cd"), &mut out).unwrap();
+    assert_eq!(out, "abcd");
+    // Non-ASCII text takes the full UTF-8 check.
+    concat.invoke_into_string(("é", "ü"), &mut out).unwrap();
+    assert_eq!(out, "éü");
+    assert_eq!(out.as_ptr(), at, "the buffer was reallocated");
+    // A result that is not a string: TypeError, and the buffer is left empty.
+    let err = echo.invoke_into_string((5i64,), &mut out).unwrap_err();
+    assert_eq!(err.kind(), "TypeError");
+    assert!(out.is_empty());
+    // A callee's error reaches the caller as it is.
+    let raise = common::global("testing.raise_error");
+    let err = raise
+        .invoke_into_string(("ValueError", "nope"), &mut out)
+        .unwrap_err();
+    assert_eq!((err.kind(), err.message()), ("ValueError", "nope"));
+    assert!(out.is_empty());
+}
+
+#[test]
 fn more_than_eight_arguments_use_the_heap_path() {
     let sum = common::global("testing.sum");
     let args: Vec<Value> = (1..=20).map(Value::Int).collect();
