@@ -4,10 +4,10 @@ import org.polyffi.Function;
 import org.polyffi.Module;
 
 /**
- * One case of bench/java/instructions.sh: warms the case up (so the JIT has compiled it), then
- * runs it n more times and exits. instructions.sh runs this under callgrind for two values of n;
- * the difference of the two instruction counts divided by the difference of n is the cost of one
- * call, with JVM start-up, class loading and JIT compilation cancelled out.
+ * One case of bench/java/instructions.sh: warms the case up (so the JIT has compiled it), then runs
+ * it n more times and exits. instructions.sh runs this under callgrind for two values of n; the
+ * difference of the two instruction counts divided by the difference of n is the cost of one call,
+ * with JVM start-up, class loading and JIT compilation cancelled out.
  *
  * <p>usage: Instructions CASE N, CASE one of add3.polyffi, add3.jni, add3.packed, nop.polyffi,
  * nop.jni, callback.long, callback.object, callback.jni.
@@ -16,7 +16,6 @@ public final class Instructions {
   private Instructions() {}
 
   static volatile long sink;
-
 
   public static void main(String[] args) {
     if (args.length != 2) {
