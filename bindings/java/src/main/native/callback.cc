@@ -1,7 +1,8 @@
 // The "callback" part: a Java Callback as a TVMPackedCFunc. The resource handle is a global
 // reference to the Callback; the trampoline attaches native threads to the JVM, hands the
 // arguments to Callbacks.invoke4 / invokeN and sets the return from the thread's Frame; the
-// finalizer calls Callback.release() and deletes the global reference, exactly once.
+// finalizer calls Callback.release() and deletes the global reference, exactly once. A
+// LongCallback is a direct function (c_direct_api.h) that writes its long into the caller's slot.
 #include <polyffi/c_direct_api.h>
 #include <polyffi/type_code_name.h>
 
