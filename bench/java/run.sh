@@ -3,7 +3,8 @@
 #   1. JMH on JDK 17 (polyffi, plain JNI, JNA direct)   2. JMH on JDK 25 (the same + FFM)
 #   3. paired ratios (alternating bursts, median of 31 rounds: robust to a loaded machine)
 #   4. the soak (10M calls per path, 1M callback create/close)   5. digits-jvm under wrk for 20 s
-# Usage: bench/java/run.sh [jmh|jmh25|paired|soak|load]...   (default: all five)
+#   6. instructions per call under callgrind (instructions.sh; not in the default set: ~5 minutes)
+# Usage: bench/java/run.sh [jmh|jmh25|paired|soak|load|instructions]...   (default: the first five)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -55,6 +56,9 @@ for step in "${steps[@]}"; do
       echo "== digits-jvm's Open Inference Protocol server under wrk: 2 threads, 16 connections, 20 s, one digit per request"
       wrk -t2 -c16 -d20s -s "$here/wrk/predict.lua" "$url"
       kill $app; wait $app 2>/dev/null || true; rm -rf "$models"; trap - EXIT ;;
+    instructions)
+      echo "== instructions per call (callgrind), $(java -version 2>&1 | head -1)"
+      "$here/instructions.sh" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

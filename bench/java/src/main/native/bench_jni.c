@@ -65,3 +65,16 @@ __attribute__((visibility("default"))) int64_t bench_call_n(int64_t (*f)(int64_t
   for (int64_t i = 0; i < n; ++i) sum += f(i);
   return sum;
 }
+
+/* Runs op.applyAsLong(n) (a java.util.function.LongUnaryOperator) and returns its result.
+ * bench/java/instructions.sh counts instructions only inside this function (callgrind's
+ * --toggle-collect), so the JVM's own threads (JIT compilers, GC) and start-up are not counted. */
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_measured(JNIEnv* env, jclass cls,
+                                                                 jobject op, jlong n) {
+  (void)cls;
+  jclass k = (*env)->GetObjectClass(env, op);
+  jmethodID apply = (*env)->GetMethodID(env, k, "applyAsLong", "(J)J");
+  (*env)->DeleteLocalRef(env, k);
+  if (apply == NULL) return 0;
+  return (*env)->CallLongMethod(env, op, apply, n);
+}

@@ -1,7 +1,9 @@
 // The "callback" part: a Java Callback as a TVMPackedCFunc. The resource handle is a global
 // reference to the Callback; the trampoline attaches native threads to the JVM, hands the
 // arguments to Callbacks.invoke4 / invokeN and sets the return from the thread's Frame; the
-// finalizer calls Callback.release() and deletes the global reference, exactly once.
+// finalizer calls Callback.release() and deletes the global reference, exactly once. A
+// LongCallback is a direct function (c_direct_api.h) that writes its long into the caller's slot.
+#include <polyffi/c_direct_api.h>
 #include <polyffi/type_code_name.h>
 
 #include "jni_util.h"
@@ -202,10 +204,11 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
   return rc == 0 ? 0 : -1;
 }
 
-// The LongCallback fast path: one int in, one int out, no boxing; an exception is handed to
+// The LongCallback fast path, a direct function (c_direct_api.h): one int in, one int written
+// straight into the caller's slot (no TVMCFuncSetReturn, no boxing); an exception is handed to
 // Callbacks.stash and crosses C as "Kind: message".
-int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
-                   void* resource) {
+int LongTrampoline(void* resource, const TVMValue* args, const int* type_codes, int num_args,
+                   TVMValue* ret_val, int* ret_type_code) {
   if (num_args != 1 ||
       (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt && type_codes[0] != kTVMArgBool)) {
     std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
@@ -220,10 +223,9 @@ int LongTrampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHan
   jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke_long,
                                       static_cast<jobject>(resource), args[0].v_int64);
   if (env->ExceptionCheck()) return FailPending(env);
-  TVMValue v;
-  v.v_int64 = r;
-  int code = kTVMArgInt;
-  return TVMCFuncSetReturn(ret, &v, &code, 1) == 0 ? 0 : -1;
+  ret_val->v_int64 = r;
+  *ret_type_code = kTVMArgInt;
+  return 0;
 }
 
 void Finalizer(void* resource) {
@@ -260,7 +262,7 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createLongCallback(JN
   jobject ref = env->NewGlobalRef(cb);
   if (ref == nullptr) return 0;
   TVMFunctionHandle out = nullptr;
-  if (TVMFuncCreateFromCFunc(LongTrampoline, ref, Finalizer, &out) != 0) {
+  if (TVMFuncCreateDirect(LongTrampoline, ref, Finalizer, &out) != 0) {
     ThrowLastError(env);  // the runtime already ran the finalizer
     return 0;
   }

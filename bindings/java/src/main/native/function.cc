@@ -1,6 +1,7 @@
 // The "function" part: TVMFuncCall from Java. The generic path unpacks the slots Values.java
 // filled; the primitive paths put jlong / jdouble straight into stack TVMValue arrays.
 #include <polyffi/c_async_api.h>
+#include <polyffi/c_direct_api.h>
 #include <polyffi/type_code_name.h>
 
 #include "jni_util.h"
@@ -65,8 +66,9 @@ jdouble DoubleResult(JNIEnv* env, int rc, TVMValue ret, int code) {
   return 0;
 }
 
+// n ints through a TVMFuncGetDirect pair: the slot is pre-set to None as the protocol asks.
 template <int N>
-jlong CallLongs(JNIEnv* env, jlong fn, const jlong (&a)[N]) {
+jlong DirectLongs(JNIEnv* env, jlong fn, jlong res, const jlong (&a)[N]) {
   TVMValue vals[N > 0 ? N : 1];
   int codes[N > 0 ? N : 1];
   for (int i = 0; i < N; ++i) {
@@ -74,8 +76,10 @@ jlong CallLongs(JNIEnv* env, jlong fn, const jlong (&a)[N]) {
     codes[i] = kTVMArgInt;
   }
   TVMValue ret;
+  ret.v_handle = nullptr;
   int code = kTVMNullptr;
-  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), vals, codes, N, &ret, &code);
+  int rc = reinterpret_cast<TVMDirectCFunc>(fn)(reinterpret_cast<void*>(res), vals, codes, N, &ret,
+                                                &code);
   return LongResult(env, rc, ret, code);
 }
 
@@ -166,34 +170,6 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, j
   return result;
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL0(JNIEnv* env, jclass, jlong fn) {
-  TVMValue ret;
-  int code = kTVMNullptr;
-  int rc = TVMFuncCall(reinterpret_cast<void*>(fn), nullptr, nullptr, 0, &ret, &code);
-  return LongResult(env, rc, ret, code);
-}
-
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL1(JNIEnv* env, jclass, jlong fn,
-                                                                  jlong a) {
-  return CallLongs<1>(env, fn, {a});
-}
-
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL2(JNIEnv* env, jclass, jlong fn,
-                                                                  jlong a, jlong b) {
-  return CallLongs<2>(env, fn, {a, b});
-}
-
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL3(JNIEnv* env, jclass, jlong fn,
-                                                                  jlong a, jlong b, jlong c) {
-  return CallLongs<3>(env, fn, {a, b, c});
-}
-
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callL4(JNIEnv* env, jclass, jlong fn,
-                                                                  jlong a, jlong b, jlong c,
-                                                                  jlong d) {
-  return CallLongs<4>(env, fn, {a, b, c, d});
-}
-
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callLN(JNIEnv* env, jclass, jlong fn,
                                                                   jlongArray jargs) {
   jsize n = env->GetArrayLength(jargs);
@@ -204,6 +180,49 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_callLN(JNIEnv* env, j
   int code = kTVMNullptr;
   int rc = TVMFuncCall(reinterpret_cast<void*>(fn), args.vals, args.codes, n, &ret, &code);
   return LongResult(env, rc, ret, code);
+}
+
+extern "C" JNIEXPORT jlongArray JNICALL Java_org_polyffi_Native_getDirect(JNIEnv* env, jclass,
+                                                                          jlong fn) {
+  TVMDirectCFunc func = nullptr;
+  void* res = nullptr;
+  if (!Check(env, TVMFuncGetDirect(reinterpret_cast<void*>(fn), &func, &res))) return nullptr;
+  jlong pair[2] = {reinterpret_cast<jlong>(func), reinterpret_cast<jlong>(res)};
+  jlongArray out = env->NewLongArray(2);
+  if (out != nullptr) env->SetLongArrayRegion(out, 0, 2, pair);
+  return out;
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL0(JNIEnv* env, jclass, jlong fn,
+                                                                    jlong res) {
+  TVMValue ret;
+  ret.v_handle = nullptr;
+  int code = kTVMNullptr;
+  int rc = reinterpret_cast<TVMDirectCFunc>(fn)(reinterpret_cast<void*>(res), nullptr, nullptr, 0,
+                                                &ret, &code);
+  return LongResult(env, rc, ret, code);
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL1(JNIEnv* env, jclass, jlong fn,
+                                                                    jlong res, jlong a) {
+  return DirectLongs<1>(env, fn, res, {a});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL2(JNIEnv* env, jclass, jlong fn,
+                                                                    jlong res, jlong a, jlong b) {
+  return DirectLongs<2>(env, fn, res, {a, b});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL3(JNIEnv* env, jclass, jlong fn,
+                                                                    jlong res, jlong a, jlong b,
+                                                                    jlong c) {
+  return DirectLongs<3>(env, fn, res, {a, b, c});
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL4(JNIEnv* env, jclass, jlong fn,
+                                                                    jlong res, jlong a, jlong b,
+                                                                    jlong c, jlong d) {
+  return DirectLongs<4>(env, fn, res, {a, b, c, d});
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD1(JNIEnv* env, jclass, jlong fn,

@@ -166,32 +166,61 @@ public final class Function extends Handle {
 
   // ---- primitive fast paths: ints in, int out (bool results are 0/1) -------------------------
 
+  // TVMFuncGetDirect's (function, resource) pair for this handle, fetched by the first callLong:
+  // callLong calls the pair itself, without TVMFuncCall's checks of the handle and the arrays
+  // (handle() has checked that the function is open). directRes is written before the volatile
+  // directFn, so a thread that sees directFn also sees directRes.
+  private long directRes;
+  private volatile long directFn;
+
+  private long fetchDirect(long h) {
+    long[] pair = Native.getDirect(h);
+    directRes = pair[1];
+    directFn = pair[0];
+    return pair[0];
+  }
+
   public long callLong() {
-    long r = Native.callL0(handle());
+    long h = handle();
+    long f = directFn;
+    if (f == 0) f = fetchDirect(h);
+    long r = Native.directL0(f, directRes);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a) {
-    long r = Native.callL1(handle(), a);
+    long h = handle();
+    long f = directFn;
+    if (f == 0) f = fetchDirect(h);
+    long r = Native.directL1(f, directRes, a);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b) {
-    long r = Native.callL2(handle(), a, b);
+    long h = handle();
+    long f = directFn;
+    if (f == 0) f = fetchDirect(h);
+    long r = Native.directL2(f, directRes, a, b);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b, long c) {
-    long r = Native.callL3(handle(), a, b, c);
+    long h = handle();
+    long f = directFn;
+    if (f == 0) f = fetchDirect(h);
+    long r = Native.directL3(f, directRes, a, b, c);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b, long c, long d) {
-    long r = Native.callL4(handle(), a, b, c, d);
+    long h = handle();
+    long f = directFn;
+    if (f == 0) f = fetchDirect(h);
+    long r = Native.directL4(f, directRes, a, b, c, d);
     Reference.reachabilityFence(this);
     return r;
   }

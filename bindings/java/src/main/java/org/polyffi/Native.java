@@ -42,15 +42,19 @@ final class Native {
   static native int[] asyncConfigure(int numWorkers, int queueLimit);
 
   // function: primitive fast paths (no boxing, no allocation; stack TVMValue arrays).
-  static native long callL0(long fn);
+  /** TVMFuncGetDirect(fn): {func, resource}. */
+  static native long[] getDirect(long fn);
 
-  static native long callL1(long fn, long a);
+  /** The (func, resource) pair of getDirect called with n int arguments; an int result. */
+  static native long directL0(long func, long res);
 
-  static native long callL2(long fn, long a, long b);
+  static native long directL1(long func, long res, long a);
 
-  static native long callL3(long fn, long a, long b, long c);
+  static native long directL2(long func, long res, long a, long b);
 
-  static native long callL4(long fn, long a, long b, long c, long d);
+  static native long directL3(long func, long res, long a, long b, long c);
+
+  static native long directL4(long func, long res, long a, long b, long c, long d);
 
   static native long callLN(long fn, long[] args);
 

@@ -238,6 +238,27 @@ class CallbackTest {
   }
 
   @Test
+  void longCallbackWritesEveryLongStraightIntoTheCallersSlot() {
+    // LongCallback is a direct function: its result goes into the caller's slot without the
+    // runtime's return staging. Called from Java (TVMFuncCall), from C (testing.apply) and
+    // through the fast primitive path, every long arrives unchanged and as an int.
+    try (Function apply = Function.getGlobal("testing.apply");
+        Function identity = Function.convertLong(x -> x);
+        Function negate = Function.convertLong(x -> -x)) {
+      for (long v : new long[] {0, 1, -1, Long.MIN_VALUE, Long.MAX_VALUE, Callbacks.IN_FRAME}) {
+        assertEquals(v, identity.callLong(v));
+        assertEquals(v, identity.call(v));
+        assertEquals(v, apply.call(identity, v));
+        assertEquals(-v, negate.callLong(v));
+      }
+      assertEquals(1L, identity.call(true)); // a bool argument is an int to a LongCallback
+      FFIException none = assertThrows(FFIException.class, identity::callLong);
+      assertEquals("TypeError", none.getKind());
+      assertTrue(none.getMessage().contains("got 0 argument(s)"), none.getMessage());
+    }
+  }
+
+  @Test
   void everyLongResultRoundTripsIncludingTheFrameMarker() {
     try (Function apply = Function.getGlobal("testing.apply")) {
       for (long v : new long[] {0, -1, Long.MIN_VALUE, Long.MAX_VALUE, Callbacks.IN_FRAME}) {

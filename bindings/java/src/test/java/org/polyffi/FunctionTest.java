@@ -120,6 +120,26 @@ class FunctionTest {
   }
 
   @Test
+  void callLongThroughTheCachedDirectPair() {
+    // callLong fetches TVMFuncGetDirect's pair once and calls it without TVMFuncCall's checks:
+    // errors, non-int results and use after close must still come out as before.
+    Function add3 = Function.getGlobal("testing.add3");
+    try (Function echo = Function.getGlobal("testing.echo")) {
+      for (long i = 0; i < 1000; i++) assertEquals(i + 5, add3.callLong(i, 2, 3));
+      FFIException overflow =
+          assertThrows(FFIException.class, () -> add3.callLong(Long.MAX_VALUE, 1, 0));
+      assertTrue(overflow.getMessage().contains("testing.add3"), overflow.getMessage());
+      assertEquals(6, add3.callLong(1, 2, 3)); // the failed call left nothing behind
+      assertEquals(7, echo.callLong(7));
+      FFIException arity = assertThrows(FFIException.class, () -> add3.callLong(1, 2));
+      assertEquals("TypeError", arity.getKind());
+    } finally {
+      add3.close();
+    }
+    assertThrows(IllegalStateException.class, () -> add3.callLong(1, 2, 3));
+  }
+
+  @Test
   void registerListRemove() {
     try (Function f = Function.register("java.test.twice", args -> 2 * (Long) args[0], false)) {
       assertTrue(Function.listGlobalNames().contains("java.test.twice"));

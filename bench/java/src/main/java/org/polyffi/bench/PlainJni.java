@@ -21,6 +21,12 @@ public final class PlainJni {
   /** C calls {@link #callback(long)} n times through CallStaticLongMethod; returns the sum. */
   public static native long callbackLoop(long n);
 
+  /**
+   * op.applyAsLong(n) called from C: the one region bench/java/instructions.sh counts (callgrind
+   * --toggle-collect on this native method).
+   */
+  public static native long measured(java.util.function.LongUnaryOperator op, long n);
+
   static long callback(long i) {
     return i;
   }
