@@ -211,9 +211,10 @@ POLYFFI_INLINE bool ArgPack::Set(napi_env env, napi_value v, TVMValue* out, int*
                                  bool for_return) {
   double d;
   if (POLYFFI_LIKELY(napi_get_value_double(env, v, &d) == napi_ok)) {
-    if (d >= -kMaxSafeInteger && d <= kMaxSafeInteger) {
+    // One range test (|d| <= 2^53 - 1, false for NaN) and one round trip; -0 stays a float.
+    if (POLYFFI_LIKELY(std::fabs(d) <= kMaxSafeInteger)) {
       int64_t i = static_cast<int64_t>(d);
-      if (static_cast<double>(i) == d && (i != 0 || !std::signbit(d))) {
+      if (POLYFFI_LIKELY(static_cast<double>(i) == d) && (i != 0 || !std::signbit(d))) {
         out->v_int64 = i;
         *code = kTVMArgInt;
         return true;
