@@ -1,5 +1,6 @@
 // The extern "C" shell: every exported function, each inside one exception barrier.
 #include <polyffi/c_backend_api.h>
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <cstring>
@@ -117,6 +118,68 @@ namespace {
   API_END();
 }
 
+/*! \brief A direct callee's non-zero status as TVMFuncCall's: the same error a classic one gives. */
+[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) {
+  API_BEGIN();
+  ThrowCalleeError(ret);
+  API_END();
+}
+
+/*!
+ * \brief What a direct callee wrote, made what a classic call returns: uint as int, a dtype as
+ *  its string; a view, an rvalue reference or an unknown code refused (the slot left null).
+ */
+[[gnu::noinline, gnu::cold]] int FixDirectResult(TVMValue* ret_val, int* ret_type_code) {
+  API_BEGIN();
+  int code = *ret_type_code;
+  if (code == kDLUInt) {
+    *ret_type_code = kTVMArgInt;
+    return 0;
+  }
+  if (code == kTVMDataType) {
+    DLDataType t = ret_val->v_type;
+    *ret_type_code = kTVMNullptr;
+    ret_val->v_handle = nullptr;
+    ReturnDataTypeToC(t, ret_val, ret_type_code);
+    return 0;
+  }
+  *ret_type_code = kTVMNullptr;
+  ret_val->v_handle = nullptr;
+  RetValue rv;
+  AdoptDirectResult(TVMValue{}, code, &rv);  // throws: code is not a result
+  Throw("InternalError", "TVMFuncCall: direct result check disagrees with AdoptDirectResult");
+  API_END();
+}
+
+/*! \brief Call a direct function into the caller's own slot. */
+inline int CallDirect(const DirectFunction* f, TVMValue* arg_values, int* type_codes,
+                      int num_args, TVMValue* ret_val, int* ret_type_code) {
+  ret_val->v_handle = nullptr;
+  *ret_type_code = kTVMNullptr;
+  int ret = f->func()(f->resource(), arg_values, type_codes, num_args, ret_val, ret_type_code);
+  if (__builtin_expect(ret != 0, 0)) return DirectCallFailed(ret);
+  if (__builtin_expect(DirectResultNeedsFixing(*ret_type_code), 0)) {
+    return FixDirectResult(ret_val, ret_type_code);
+  }
+  return 0;
+}
+
+/*! \brief Any function through the direct protocol: TVMFuncGetDirect's entry for non-direct kinds. */
+int ClassicAsDirect(void* resource, const TVMValue* args, const int* type_codes, int num_args,
+                    TVMValue* ret_val, int* ret_type_code) {
+  auto* f = static_cast<const FunctionObj*>(resource);
+  API_BEGIN();
+  RetValue rv;
+  if (f->invoker() == &CFunction::Invoke) {
+    CFunction::InvokeInline(f, const_cast<TVMValue*>(args), const_cast<int*>(type_codes),
+                            num_args, &rv);
+  } else {
+    f->Call(const_cast<TVMValue*>(args), const_cast<int*>(type_codes), num_args, &rv);
+  }
+  rv.MoveToC(ret_val, ret_type_code);
+  API_END();
+}
+
 }  // namespace
 
 int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
@@ -128,6 +191,11 @@ int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, i
                            f->type_index() != TypeIndex::kFunction,
                        0)) {
     return BadCall(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
+  }
+  // A direct callee writes into the caller's slot: no staging, no exception barrier here.
+  if (f->invoker() == &DirectFunction::Invoke) {
+    return CallDirect(static_cast<DirectFunction*>(f), arg_values, type_codes, num_args, ret_val,
+                      ret_type_code);
   }
   API_BEGIN();
   RetValue rv;
@@ -159,6 +227,50 @@ int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle, TVMPacked
   }
   API_BEGIN();
   *out = MakeObject<CFunction>(func, resource_handle, fin).release();
+  API_END();
+}
+
+int TVMFuncCreateDirect(TVMDirectCFunc func, void* resource_handle, TVMPackedCFuncFinalizer fin,
+                        TVMFunctionHandle* out) {
+  if (func == nullptr || out == nullptr) {
+    if (fin) fin(resource_handle);
+    SetLastError(func == nullptr ? "ValueError: TVMFuncCreateDirect: func is NULL"
+                                 : "ValueError: TVMFuncCreateDirect: out is NULL");
+    return -1;
+  }
+  try {
+    *out = MakeObject<DirectFunction>(func, resource_handle, fin).release();
+  } catch (...) {
+    // The object was never built (allocation failed), so its destructor will not finalize.
+    if (fin) fin(resource_handle);
+    return SetLastErrorFromCurrentException();
+  }
+  return 0;
+}
+
+int TVMFuncGetDirect(TVMFunctionHandle f, TVMDirectCFunc* func, void** resource_handle) {
+  API_BEGIN();
+  auto* fn = HandleAs<FunctionObj>(f, "function handle");
+  NotNull(func, "func");
+  NotNull(resource_handle, "resource_handle");
+  if (fn->invoker() == &DirectFunction::Invoke) {
+    auto* d = static_cast<DirectFunction*>(fn);
+    *func = d->func();
+    *resource_handle = d->resource();
+  } else {
+    *func = &ClassicAsDirect;
+    *resource_handle = fn;
+  }
+  API_END();
+}
+
+int TVMDirectReturnString(const char* data, size_t size, int is_bytes, TVMValue* ret_val,
+                          int* ret_type_code) {
+  API_BEGIN();
+  NotNull(ret_val, "ret_val");
+  NotNull(ret_type_code, "ret_type_code");
+  if (data == nullptr && size != 0) Throw("ValueError", "TVMDirectReturnString: data is NULL");
+  ReturnStringToC(data == nullptr ? "" : data, size, is_bytes != 0, ret_val, ret_type_code);
   API_END();
 }
 

@@ -75,7 +75,9 @@ elseif(MODE STREQUAL "required")
     TVMDeviceCopyDataFromTo
     TVMBackendAnyListSetPackedArg TVMBackendAnyListResetItem
     TVMBackendAnyListMoveFromPackedReturn
-    TVMLogf TVMPlatformAbort)
+    TVMLogf TVMPlatformAbort
+    # polyffi's direct call protocol (c_direct_api.h).
+    TVMFuncCreateDirect TVMFuncGetDirect TVMDirectReturnString)
   set(_missing "")
   foreach(_fn IN LISTS _required)
     # Functions are text symbols (T); anything else (a data symbol, weak W is fine) is wrong.

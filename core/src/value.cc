@@ -280,16 +280,10 @@ void RetValue::MoveToCSlow(TVMValue* v, int* code) {
       if (std::string* prev = std::exchange(s.ret_bytes_data, p)) ReleaseStringTo(&s, prev);
       return;
     }
-    case kTVMDataType: {
-      ValueTls& s = Store();
-      std::string text = DataTypeString(value_.v_type);
-      std::string* p = AcquireString(text.data(), text.size());
+    case kTVMDataType:
+      ReturnDataTypeToC(value_.v_type, v, code);
       code_ = kTVMNullptr;
-      v->v_str = p->c_str();
-      *code = kTVMStr;
-      if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
       return;
-    }
     case kTVMNDArrayHandle:
       v->v_handle = static_cast<NDArrayObj*>(value_.v_handle)->handle();
       *code = kTVMNDArrayHandle;
@@ -301,6 +295,27 @@ void RetValue::MoveToCSlow(TVMValue* v, int* code) {
       code_ = kTVMNullptr;
       return;
   }
+}
+
+void ReturnStringToC(const char* data, size_t size, bool is_bytes, TVMValue* v, int* code) {
+  ValueTls& s = Store();
+  // Copied before the old buffer is released: data may be that buffer.
+  std::string* p = AcquireString(data, size);
+  if (is_bytes) {
+    s.ret_bytes = TVMByteArray{p->data(), p->size()};
+    v->v_handle = &s.ret_bytes;
+    *code = kTVMBytes;
+    if (std::string* prev = std::exchange(s.ret_bytes_data, p)) ReleaseStringTo(&s, prev);
+  } else {
+    v->v_str = p->c_str();
+    *code = kTVMStr;
+    if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
+  }
+}
+
+void ReturnDataTypeToC(DLDataType t, TVMValue* v, int* code) {
+  std::string text = DataTypeString(t);
+  ReturnStringToC(text.data(), text.size(), false, v, code);
 }
 
 void RetValue::AsArg(TVMValue* v, int* code, TVMByteArray* bytes_scratch) const {

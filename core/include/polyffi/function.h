@@ -2,6 +2,7 @@
 #ifndef POLYFFI_CORE_FUNCTION_H_
 #define POLYFFI_CORE_FUNCTION_H_
 
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <string>
@@ -54,6 +55,12 @@ ObjectPtr<FunctionObj> MakeFunction(F body, std::string name = "<anonymous>") {
   return MakeObject<LambdaFunction<F>>(std::move(body), std::move(name));
 }
 
+/*!
+ * \brief The exception for a callee's non-zero status: -2 propagates as EnvErrorAlreadySet;
+ *  otherwise the error the callee set on this thread, with its kind.
+ */
+[[noreturn]] void ThrowCalleeError(int ret);
+
 /*! \brief A function backed by a C callback (TVMFuncCreateFromCFunc). */
 class CFunction final : public FunctionObj {
  public:
@@ -68,16 +75,54 @@ class CFunction final : public FunctionObj {
                            RetValue* rv) {
     auto* me = static_cast<const CFunction*>(self);
     int ret = me->func_(values, codes, n, rv, me->resource_);
-    if (__builtin_expect(ret != 0, 0)) ThrowCallbackError(ret);
+    if (__builtin_expect(ret != 0, 0)) ThrowCalleeError(ret);
   }
 
  private:
-  /*! \brief -2 propagates as EnvErrorAlreadySet; otherwise the callback's last error. */
-  [[noreturn]] static void ThrowCallbackError(int ret);
   TVMPackedCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;
 };
+
+/*!
+ * \brief A function backed by a direct C callee (TVMFuncCreateDirect), which writes its result
+ *  into the caller's slot. TVMFuncCall hands it the caller's slot; Call (the runtime's own path)
+ *  adapts through a temporary slot, so callers inside the core see a classic function.
+ */
+class DirectFunction final : public FunctionObj {
+ public:
+  DirectFunction(TVMDirectCFunc func, void* resource, TVMPackedCFuncFinalizer fin)
+      : FunctionObj(Invoke), func_(func), resource_(resource), fin_(fin) {}
+  ~DirectFunction() override {
+    if (fin_) fin_(resource_);
+  }
+  static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv);
+  TVMDirectCFunc func() const { return func_; }
+  void* resource() const { return resource_; }
+
+ private:
+  TVMDirectCFunc func_;
+  void* resource_;
+  TVMPackedCFuncFinalizer fin_;
+};
+
+/*!
+ * \brief Whether a code a direct callee wrote needs more than handing on as it is: kDLUInt
+ *  (read as int), kTVMDataType (handed to C as its string), a refused code (a DLTensor view, an
+ *  rvalue reference) or one out of range. One shift and test on the direct return path.
+ */
+inline bool DirectResultNeedsFixing(int code) {
+  constexpr unsigned kFix = 1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle |
+                            1u << kTVMObjectRValueRefArg;
+  return static_cast<unsigned>(code) > kTVMArgBool || ((kFix >> code) & 1u);
+}
+
+/*!
+ * \brief Take what a direct callee wrote into rv: plain values copied, strings and bytes copied
+ *  out of the thread's return storage, an object's reference adopted. A code that is not a
+ *  result (DLTensor view, rvalue reference, unknown) throws TypeError, owning nothing.
+ */
+void AdoptDirectResult(TVMValue v, int code, RetValue* rv);
 
 }  // namespace polyffi
 #endif  // POLYFFI_CORE_FUNCTION_H_

@@ -146,6 +146,15 @@ class RetValue {
   int code_ = kTVMNullptr;
 };
 
+/*!
+ * \brief Put a copy of data in this thread's return storage and write it into a C slot as kTVMStr
+ *  (NUL-terminated) or kTVMBytes (a TVMByteArray in the storage), as MoveToC does for a string
+ *  result. data may point into the current return storage.
+ */
+void ReturnStringToC(const char* data, size_t size, bool is_bytes, TVMValue* v, int* code);
+/*! \brief A kTVMDataType written into a C slot as its string (the C ABI returns dtypes so). */
+void ReturnDataTypeToC(DLDataType t, TVMValue* v, int* code);
+
 /*! \brief Borrowed arguments of a call, with checked accessors naming the function. */
 class Args {
  public:
