@@ -58,6 +58,8 @@ static Ref* TakeFnSlot(Instance* inst) {
 
 static void ReleaseFnSlot(Ref* ref) {
   ref->handle = nullptr;
+  ref->direct = nullptr;
+  ref->direct_res = nullptr;
   ref->disposed = true;
   ref->pins = 0;
   ref->pending = nullptr;
@@ -196,9 +198,15 @@ static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
   int d = depth.load(std::memory_order_relaxed);
   depth.store(d + 1, std::memory_order_relaxed);
   TVMValue ret;
+  ret.v_handle = nullptr;
   int code = kTVMNullptr;
-  int rc =
-      TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret, &code);
+  // The direct entry skips TVMFuncCall's checks: the handle is live (checked above) and the
+  // arrays are the pack's own.
+  int rc = POLYFFI_LIKELY(ref->direct != nullptr)
+               ? ref->direct(ref->direct_res, pack.values(), pack.codes(), static_cast<int>(argc),
+                             &ret, &code)
+               : TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret,
+                             &code);
   depth.store(d, std::memory_order_relaxed);
   if (POLYFFI_UNLIKELY(rc != 0)) return ThrowLastError(env, inst);
   // Converted before the pack lets go of its temporaries: strings are thread-local.
@@ -271,6 +279,10 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
   }
   ref->handle = handle;
   ref->disposed = false;
+  if (TVMFuncGetDirect(handle, &ref->direct, &ref->direct_res) != 0) {
+    ref->direct = nullptr;  // not expected for a function handle; TVMFuncCall reports it
+    ref->direct_res = nullptr;
+  }
   napi_value fn, bind_args[2];
   napi_get_undefined(env, &bind_args[0]);
   napi_create_int64(env, static_cast<int64_t>((uint64_t{ref->slot} << 32) | ref->gen),
