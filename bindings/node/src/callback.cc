@@ -157,20 +157,14 @@ static POLYFFI_INLINE int SetResult(Instance* inst, napi_value result, TVMValue*
 // Runs the callback on its own JS thread. With `foreign` (the caller is another thread) errors
 // go to *err_out and a string result to foreign->text; else to this thread's last error and
 // return storage.
-static int RunOnJsThread(CallbackRes* cb, const TVMValue* args, const int* codes, int n,
-                         TVMValue* ret_val, int* ret_code, CallJob* foreign, std::string* err_out) {
+// The body, with room for the n JS arguments in argv.
+static POLYFFI_INLINE int RunWith(CallbackRes* cb, const TVMValue* args, const int* codes, int n,
+                                  TVMValue* ret_val, int* ret_code, CallJob* foreign,
+                                  std::string* err_out, napi_value* argv) {
   Instance* inst = cb->inst;
   napi_env env = inst->env;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
-  constexpr int kInline = 6;
-  napi_value argv_inline[kInline];
-  std::unique_ptr<napi_value[]> big;
-  napi_value* argv = argv_inline;
-  if (POLYFFI_UNLIKELY(n > kInline)) {
-    big.reset(new napi_value[n]());
-    argv = big.get();
-  }
   bool has_view = false;
   bool ok = true;
   for (int i = 0; i < n; ++i) {
@@ -198,6 +192,36 @@ static int RunOnJsThread(CallbackRes* cb, const TVMValue* args, const int* codes
   if (POLYFFI_UNLIKELY(has_view)) DetachViews(env, argv, codes, n);
   napi_close_handle_scope(env, scope);
   return rc;
+}
+
+static POLYFFI_NOINLINE int RunWithManyArgs(CallbackRes* cb, const TVMValue* args, const int* codes,
+                                            int n, TVMValue* ret_val, int* ret_code,
+                                            CallJob* foreign, std::string* err_out) {
+  std::vector<napi_value> argv(static_cast<size_t>(n));
+  return RunWith(cb, args, codes, n, ret_val, ret_code, foreign, err_out, argv.data());
+}
+
+constexpr int kInlineArgs = 6;
+
+// A call made on the JS thread itself (six arguments: the trampoline's call becomes a jump).
+static int RunOnJsThread(CallbackRes* cb, const TVMValue* args, const int* codes, int n,
+                         TVMValue* ret_val, int* ret_code) {
+  if (POLYFFI_UNLIKELY(n > kInlineArgs)) {
+    return RunWithManyArgs(cb, args, codes, n, ret_val, ret_code, nullptr, nullptr);
+  }
+  napi_value argv[kInlineArgs];
+  return RunWith(cb, args, codes, n, ret_val, ret_code, nullptr, nullptr, argv);
+}
+
+// A native thread's call, run on the JS thread for it: the error goes to *err_out.
+static POLYFFI_NOINLINE int RunForOtherThread(CallJob* job, std::string* err_out) {
+  if (job->num_args > kInlineArgs) {
+    return RunWithManyArgs(job->cb, job->args, job->codes, job->num_args, job->ret_val,
+                           job->ret_code, job, err_out);
+  }
+  napi_value argv[kInlineArgs];
+  return RunWith(job->cb, job->args, job->codes, job->num_args, job->ret_val, job->ret_code, job,
+                 err_out, argv);
 }
 
 static void QueueRelease(EnvState* st, napi_ref ref, napi_ref on_finalize) {
@@ -243,8 +267,7 @@ static void CallJs(napi_env env, napi_value, void*, void* data) {
   if (env == nullptr) {
     error = kEnvGone;
   } else {
-    rc = RunOnJsThread(job.cb, job.args, job.codes, job.num_args, job.ret_val, job.ret_code, &job,
-                       &error);
+    rc = RunForOtherThread(&job, &error);
   }
   std::lock_guard<std::mutex> lock(state->mu);
   job.done = true;
@@ -254,17 +277,11 @@ static void CallJs(napi_env env, napi_value, void*, void* data) {
   job.cv.notify_all();
 }
 
-static int Trampoline(void* resource, const TVMValue* args, const int* codes, int num_args,
-                      TVMValue* ret_val, int* ret_code) {
-  auto* cb = static_cast<CallbackRes*>(resource);
+// A call from a thread other than the callback's JS thread: queued to the JS thread, waited for.
+static POLYFFI_NOINLINE int CallFromOtherThread(CallbackRes* cb, const TVMValue* args,
+                                                const int* codes, int num_args, TVMValue* ret_val,
+                                                int* ret_code) {
   EnvState* st = cb->state.get();
-  if (POLYFFI_LIKELY(std::this_thread::get_id() == st->js_thread)) {
-    if (POLYFFI_UNLIKELY(!st->alive)) {
-      TVMAPISetLastError(kEnvGone);
-      return -1;
-    }
-    return RunOnJsThread(cb, args, codes, num_args, ret_val, ret_code, nullptr, nullptr);
-  }
   auto job = std::make_shared<CallJob>();
   job->cb = cb;
   job->args = args;
@@ -306,6 +323,20 @@ static int Trampoline(void* resource, const TVMValue* args, const int* codes, in
                                  ret_code);
   }
   return 0;
+}
+
+static int Trampoline(void* resource, const TVMValue* args, const int* codes, int num_args,
+                      TVMValue* ret_val, int* ret_code) {
+  auto* cb = static_cast<CallbackRes*>(resource);
+  EnvState* st = cb->state.get();
+  if (POLYFFI_UNLIKELY(std::this_thread::get_id() != st->js_thread)) {
+    return CallFromOtherThread(cb, args, codes, num_args, ret_val, ret_code);
+  }
+  if (POLYFFI_UNLIKELY(!st->alive)) {
+    TVMAPISetLastError(kEnvGone);
+    return -1;
+  }
+  return RunOnJsThread(cb, args, codes, num_args, ret_val, ret_code);
 }
 
 static void Finalizer(void* resource) {

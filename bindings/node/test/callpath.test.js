@@ -24,6 +24,8 @@ test('every kind of callback result reaches C unchanged', () => {
     assert.deepStrictEqual(apply(() => value), want, `callback returning ${String(value)}`);
   }
   assert.ok(Object.is(apply(() => -0), -0), '-0 stays a float');
+  // More arguments than the trampoline keeps inline.
+  assert.strictEqual(apply((...xs) => xs.reduce((a, b) => a + b, 0), 1, 2, 3, 4, 5, 6, 7, 8, 9), 45);
   const bytes = apply(() => Buffer.from([0, 1, 2, 255]));
   assert.deepStrictEqual([...bytes], [0, 1, 2, 255]);
 });
