@@ -96,8 +96,10 @@ const cases = [
       raw: per(() => rawCallN(js, M)), koffi: per(() => kCallN(kcb, M)),
     };
   })(), 1_000_000 * Math.max(1, SCALE)],
-  ['global lookup', {
-    polyffi: loop(() => getGlobalFunc('testing.add3')),
+  // dispose() frees the function's slot at once: a synchronous loop never lets Node run the
+  // finalizers that would recycle it, and 2^20 live PackedFuncs is the binding's limit.
+  ['global lookup (+ dispose)', {
+    polyffi: loop(() => getGlobalFunc('testing.add3').dispose()),
     raw: loop(() => rawMakeFunction()),
     koffi: loop(() => lib.func('int64_t nb_add3(int64_t, int64_t, int64_t)')),
   }, 200_000 * SCALE],

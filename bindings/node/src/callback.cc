@@ -1,11 +1,14 @@
-// JS function -> runtime function: the trampoline (TVMPackedCFunc), its finalizer, and the
-// thread-safe function that carries work from native threads to the JS thread.
+// JS function -> runtime function: the trampoline (a direct function, TVMDirectCFunc, which writes
+// its result straight into the caller's slot), its finalizer, and the thread-safe function that
+// carries work from native threads to the JS thread.
 //
 // On the JS thread a callback runs directly. From another thread it runs on the JS thread through
 // the environment's thread-safe function while the calling thread waits, unless the JS thread is
 // blocked in a synchronous call (then waiting would deadlock, so it fails at once). Finalizers
 // and deleters that drop the last reference on another thread are handed to the JS thread the
 // same way. After the environment is torn down (worker exit) nothing touches Node-API.
+#include <polyffi/c_direct_api.h>
+
 #include <cstring>
 
 #include "common.h"
@@ -17,19 +20,24 @@ struct CallbackRes {
   Instance* inst;  // valid while state->alive
   napi_ref fn;
   napi_ref on_finalize;  // or nullptr
+  // The JS function itself while the synchronous call that converted it is running (its value
+  // is valid in that call's scope): saves napi_get_reference_value. Null otherwise.
+  napi_value live = nullptr;
 };
 
 struct CallJob {
   enum Kind { kCall, kRelease } kind = kCall;
   // kCall
   CallbackRes* cb = nullptr;
-  TVMValue* args = nullptr;
-  int* codes = nullptr;
+  const TVMValue* args = nullptr;
+  const int* codes = nullptr;
   int num_args = 0;
-  TVMRetValueHandle ret = nullptr;
+  TVMValue* ret_val = nullptr;  // the calling thread's slot
+  int* ret_code = nullptr;
   bool done = false;
   int rc = 0;
   std::string error;
+  std::string text;  // a str/bytes result, returned by the calling thread (its own storage)
   std::condition_variable cv;
   // kRelease: references to delete on the JS thread; on_finalize is called first.
   napi_ref ref = nullptr;
@@ -92,37 +100,71 @@ static POLYFFI_NOINLINE int Fail(Instance* inst, std::string* err_out) {
   return -1;
 }
 
-// Hands the callback's result to the runtime (which copies strings and retains objects).
-static inline int SetResult(Instance* inst, TVMRetValueHandle ret, napi_value result,
-                            std::string* err_out) {
+// What is not a number: strings and bytes go to the return storage (of this thread, or copied
+// for the calling thread when `foreign` is given), objects are handed over with a reference of
+// their own (TVMCbArgToReturn), plain values are written as they are.
+static POLYFFI_NOINLINE int SetResultSlow(Instance* inst, napi_value result, TVMValue* ret_val,
+                                          int* ret_code, CallJob* foreign, std::string* err_out) {
   napi_env env = inst->env;
   ArgPack pack(inst);
   TVMValue v;
   int code;
-  if (POLYFFI_UNLIKELY(!pack.Set(env, result, &v, &code, /*for_return=*/true))) {
-    return Fail(inst, err_out);
+  if (!pack.Set(env, result, &v, &code, /*for_return=*/true)) return Fail(inst, err_out);
+  int rc = 0;
+  if (code == kTVMStr || code == kTVMBytes) {
+    const char* data = v.v_str;
+    size_t size = 0;
+    if (code == kTVMBytes) {
+      auto* arr = static_cast<const TVMByteArray*>(v.v_handle);
+      data = arr->data;
+      size = arr->size;
+    } else {
+      size = std::strlen(data);
+    }
+    if (foreign != nullptr) {
+      foreign->text.assign(data, size);
+      *ret_code = code;
+      return 0;
+    }
+    rc = TVMDirectReturnString(data, size, code == kTVMBytes, ret_val, ret_code);
+  } else if (code == kTVMPackedFuncHandle || code == kTVMModuleHandle ||
+             code == kTVMNDArrayHandle || code == kTVMObjectHandle) {
+    // Borrowed from a JS wrapper or the pack's temporaries: the caller gets its own reference.
+    if (v.v_handle != nullptr) rc = TVMCbArgToReturn(&v, &code);
+    if (rc == 0) {
+      *ret_val = v;
+      *ret_code = code;
+    }
+  } else {
+    *ret_val = v;
+    *ret_code = code;
   }
-  int rc = TVMCFuncSetReturn(ret, &v, &code, 1);
   if (POLYFFI_UNLIKELY(rc != 0) && err_out != nullptr) *err_out = TVMGetLastError();
   return rc;
 }
 
-// Runs the callback on its own JS thread. Errors go to *err_out when given (the caller is
-// another thread), else to this thread's last error.
-static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVMRetValueHandle ret,
-                         std::string* err_out) {
+// Writes the callback's result into the caller's slot; a number (the common case) inline.
+static POLYFFI_INLINE int SetResult(Instance* inst, napi_value result, TVMValue* ret_val,
+                                    int* ret_code, CallJob* foreign, std::string* err_out) {
+  double d;
+  if (POLYFFI_LIKELY(napi_get_value_double(inst->env, result, &d) == napi_ok)) {
+    NumberToTVM(d, ret_val, ret_code);
+    return 0;
+  }
+  return SetResultSlow(inst, result, ret_val, ret_code, foreign, err_out);
+}
+
+// Runs the callback on its own JS thread. With `foreign` (the caller is another thread) errors
+// go to *err_out and a string result to foreign->text; else to this thread's last error and
+// return storage.
+// The body, with room for the n JS arguments in argv.
+static POLYFFI_INLINE int RunWith(CallbackRes* cb, const TVMValue* args, const int* codes, int n,
+                                  TVMValue* ret_val, int* ret_code, CallJob* foreign,
+                                  std::string* err_out, napi_value* argv) {
   Instance* inst = cb->inst;
   napi_env env = inst->env;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
-  constexpr int kInline = 6;
-  napi_value argv_inline[kInline];
-  std::unique_ptr<napi_value[]> big;
-  napi_value* argv = argv_inline;
-  if (POLYFFI_UNLIKELY(n > kInline)) {
-    big.reset(new napi_value[n]());
-    argv = big.get();
-  }
   bool has_view = false;
   bool ok = true;
   for (int i = 0; i < n; ++i) {
@@ -136,20 +178,50 @@ static int RunOnJsThread(CallbackRes* cb, TVMValue* args, int* codes, int n, TVM
   }
   napi_value result = nullptr;
   if (POLYFFI_LIKELY(ok)) {
-    napi_value undefined, fn;
+    napi_value undefined, fn = foreign == nullptr ? cb->live : nullptr;
     napi_get_undefined(env, &undefined);
-    napi_get_reference_value(env, cb->fn, &fn);
+    if (fn == nullptr) napi_get_reference_value(env, cb->fn, &fn);
     ok = napi_call_function(env, undefined, fn, n, argv, &result) == napi_ok;
   }
   int rc;
   if (POLYFFI_LIKELY(ok)) {
-    rc = SetResult(inst, ret, result, err_out);
+    rc = SetResult(inst, result, ret_val, ret_code, foreign, err_out);
   } else {
     rc = Fail(inst, err_out);
   }
   if (POLYFFI_UNLIKELY(has_view)) DetachViews(env, argv, codes, n);
   napi_close_handle_scope(env, scope);
   return rc;
+}
+
+static POLYFFI_NOINLINE int RunWithManyArgs(CallbackRes* cb, const TVMValue* args, const int* codes,
+                                            int n, TVMValue* ret_val, int* ret_code,
+                                            CallJob* foreign, std::string* err_out) {
+  std::vector<napi_value> argv(static_cast<size_t>(n));
+  return RunWith(cb, args, codes, n, ret_val, ret_code, foreign, err_out, argv.data());
+}
+
+constexpr int kInlineArgs = 6;
+
+// A call made on the JS thread itself (six arguments: the trampoline's call becomes a jump).
+static int RunOnJsThread(CallbackRes* cb, const TVMValue* args, const int* codes, int n,
+                         TVMValue* ret_val, int* ret_code) {
+  if (POLYFFI_UNLIKELY(n > kInlineArgs)) {
+    return RunWithManyArgs(cb, args, codes, n, ret_val, ret_code, nullptr, nullptr);
+  }
+  napi_value argv[kInlineArgs];
+  return RunWith(cb, args, codes, n, ret_val, ret_code, nullptr, nullptr, argv);
+}
+
+// A native thread's call, run on the JS thread for it: the error goes to *err_out.
+static POLYFFI_NOINLINE int RunForOtherThread(CallJob* job, std::string* err_out) {
+  if (job->num_args > kInlineArgs) {
+    return RunWithManyArgs(job->cb, job->args, job->codes, job->num_args, job->ret_val,
+                           job->ret_code, job, err_out);
+  }
+  napi_value argv[kInlineArgs];
+  return RunWith(job->cb, job->args, job->codes, job->num_args, job->ret_val, job->ret_code, job,
+                 err_out, argv);
 }
 
 static void QueueRelease(EnvState* st, napi_ref ref, napi_ref on_finalize) {
@@ -195,7 +267,7 @@ static void CallJs(napi_env env, napi_value, void*, void* data) {
   if (env == nullptr) {
     error = kEnvGone;
   } else {
-    rc = RunOnJsThread(job.cb, job.args, job.codes, job.num_args, job.ret, &error);
+    rc = RunForOtherThread(&job, &error);
   }
   std::lock_guard<std::mutex> lock(state->mu);
   job.done = true;
@@ -205,23 +277,18 @@ static void CallJs(napi_env env, napi_value, void*, void* data) {
   job.cv.notify_all();
 }
 
-static int Trampoline(TVMValue* args, int* codes, int num_args, TVMRetValueHandle ret,
-                      void* resource) {
-  auto* cb = static_cast<CallbackRes*>(resource);
+// A call from a thread other than the callback's JS thread: queued to the JS thread, waited for.
+static POLYFFI_NOINLINE int CallFromOtherThread(CallbackRes* cb, const TVMValue* args,
+                                                const int* codes, int num_args, TVMValue* ret_val,
+                                                int* ret_code) {
   EnvState* st = cb->state.get();
-  if (POLYFFI_LIKELY(std::this_thread::get_id() == st->js_thread)) {
-    if (POLYFFI_UNLIKELY(!st->alive)) {
-      TVMAPISetLastError(kEnvGone);
-      return -1;
-    }
-    return RunOnJsThread(cb, args, codes, num_args, ret, nullptr);
-  }
   auto job = std::make_shared<CallJob>();
   job->cb = cb;
   job->args = args;
   job->codes = codes;
   job->num_args = num_args;
-  job->ret = ret;
+  job->ret_val = ret_val;
+  job->ret_code = ret_code;
   std::unique_lock<std::mutex> lock(st->mu);
   if (!st->alive) {
     lock.unlock();
@@ -244,8 +311,32 @@ static int Trampoline(TVMValue* args, int* codes, int num_args, TVMRetValueHandl
   }
   job->cv.wait(lock, [&] { return job->done; });
   lock.unlock();
-  if (job->rc != 0) TVMAPISetLastError(job->error.c_str());
-  return job->rc;
+  if (job->rc != 0) {
+    TVMAPISetLastError(job->error.c_str());
+    return job->rc;
+  }
+  const int kind = *ret_code;
+  if (kind == kTVMStr || kind == kTVMBytes) {
+    // Copied off the JS thread; returned from this thread's own storage.
+    *ret_code = kTVMNullptr;
+    return TVMDirectReturnString(job->text.data(), job->text.size(), kind == kTVMBytes, ret_val,
+                                 ret_code);
+  }
+  return 0;
+}
+
+static int Trampoline(void* resource, const TVMValue* args, const int* codes, int num_args,
+                      TVMValue* ret_val, int* ret_code) {
+  auto* cb = static_cast<CallbackRes*>(resource);
+  EnvState* st = cb->state.get();
+  if (POLYFFI_UNLIKELY(std::this_thread::get_id() != st->js_thread)) {
+    return CallFromOtherThread(cb, args, codes, num_args, ret_val, ret_code);
+  }
+  if (POLYFFI_UNLIKELY(!st->alive)) {
+    TVMAPISetLastError(kEnvGone);
+    return -1;
+  }
+  return RunOnJsThread(cb, args, codes, num_args, ret_val, ret_code);
 }
 
 static void Finalizer(void* resource) {
@@ -263,18 +354,24 @@ static void Finalizer(void* resource) {
 }
 
 TVMFunctionHandle CallbackFromJs(napi_env env, Instance* inst, napi_value fn,
-                                 napi_value on_finalize) {
+                                 napi_value on_finalize, CallbackRes** live) {
   auto* cb = new CallbackRes{inst->state, inst, nullptr, nullptr};
   napi_create_reference(env, fn, 1, &cb->fn);
   if (on_finalize != nullptr) napi_create_reference(env, on_finalize, 1, &cb->on_finalize);
   TVMFunctionHandle out = nullptr;
   // On failure the finalizer has already run (and released cb).
-  if (TVMFuncCreateFromCFunc(Trampoline, cb, Finalizer, &out) != 0) {
+  if (TVMFuncCreateDirect(Trampoline, cb, Finalizer, &out) != 0) {
     ThrowLastError(env, inst);
     return nullptr;
   }
+  if (live != nullptr) {
+    cb->live = fn;
+    *live = cb;
+  }
   return out;
 }
+
+void EndLiveCallback(CallbackRes* cb) { cb->live = nullptr; }
 
 void ReleaseRefAnywhere(const std::shared_ptr<EnvState>& state, napi_env env, napi_ref ref) {
   std::lock_guard<std::mutex> lock(state->mu);

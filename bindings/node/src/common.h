@@ -7,6 +7,7 @@
 #include <dlpack/dlpack.h>
 #include <napi.h>
 #include <polyffi/binding_common.h>
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 
 #include <atomic>
@@ -53,6 +54,10 @@ struct Ref {
   // PackedFuncs only: the Ref's slot in Instance::fn_slots and its generation (see function.cc).
   uint32_t slot = 0;
   uint32_t gen = 0;
+  // PackedFuncs only: TVMFuncGetDirect's entry, called in place of TVMFuncCall (valid while
+  // handle is; nullptr: call through TVMFuncCall).
+  TVMDirectCFunc direct = nullptr;
+  void* direct_res = nullptr;
 };
 
 extern const napi_type_tag kHandleTag;
@@ -165,6 +170,7 @@ class ArgPack {
   };
   static constexpr int kTempRef = -1;
   static constexpr int kTempPin = -2;
+  static constexpr int kTempLive = -3;  // a callback using its JS function's value (sync only)
   static constexpr int kInline = 8;
   // What only some calls need, allocated on first use so that scalar calls allocate nothing.
   struct Extra {
@@ -209,21 +215,27 @@ class ArgPack {
 
 constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
 
-// Numbers (the common case) without napi_typeof: a safe integer is an int (-0 stays a float).
+// A JS number as a value: a safe integer is an int (-0 stays a float). One range test
+// (|d| <= 2^53 - 1, false for NaN) and one round trip.
+POLYFFI_INLINE void NumberToTVM(double d, TVMValue* out, int* code) {
+  if (POLYFFI_LIKELY(std::fabs(d) <= kMaxSafeInteger)) {
+    int64_t i = static_cast<int64_t>(d);
+    if (POLYFFI_LIKELY(static_cast<double>(i) == d) && (i != 0 || !std::signbit(d))) {
+      out->v_int64 = i;
+      *code = kTVMArgInt;
+      return;
+    }
+  }
+  out->v_float64 = d;
+  *code = kTVMArgFloat;
+}
+
+// Numbers (the common case) without napi_typeof.
 POLYFFI_INLINE bool ArgPack::Set(napi_env env, napi_value v, TVMValue* out, int* code,
                                  bool for_return) {
   double d;
   if (POLYFFI_LIKELY(napi_get_value_double(env, v, &d) == napi_ok)) {
-    if (d >= -kMaxSafeInteger && d <= kMaxSafeInteger) {
-      int64_t i = static_cast<int64_t>(d);
-      if (static_cast<double>(i) == d && (i != 0 || !std::signbit(d))) {
-        out->v_int64 = i;
-        *code = kTVMArgInt;
-        return true;
-      }
-    }
-    out->v_float64 = d;
-    *code = kTVMArgFloat;
+    NumberToTVM(d, out, code);
     return true;
   }
   slow_ = true;
@@ -251,9 +263,13 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
 
 // ---- Callbacks (callback.cc) -----------------------------------------------------------------
-// JS function -> owned function handle. nullptr with an exception pending.
+// JS function -> owned function handle. nullptr with an exception pending. With `live`, `fn`
+// itself is used for calls until EndLiveCallback(*live): only while fn's value stays valid (the
+// synchronous call converting it), and before the handle may be freed.
+struct CallbackRes;
 TVMFunctionHandle CallbackFromJs(napi_env env, Instance* inst, napi_value fn,
-                                 napi_value on_finalize = nullptr);
+                                 napi_value on_finalize = nullptr, CallbackRes** live = nullptr);
+void EndLiveCallback(CallbackRes* cb);
 // Deletes `ref` on the JS thread of `state`, now or later; dropped when the env is gone.
 void ReleaseRefAnywhere(const std::shared_ptr<EnvState>& state, napi_env env, napi_ref ref);
 void SetupEnvState(napi_env env, Instance* inst);

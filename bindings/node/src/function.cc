@@ -58,6 +58,8 @@ static Ref* TakeFnSlot(Instance* inst) {
 
 static void ReleaseFnSlot(Ref* ref) {
   ref->handle = nullptr;
+  ref->direct = nullptr;
+  ref->direct_res = nullptr;
   ref->disposed = true;
   ref->pins = 0;
   ref->pending = nullptr;
@@ -196,9 +198,15 @@ static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
   int d = depth.load(std::memory_order_relaxed);
   depth.store(d + 1, std::memory_order_relaxed);
   TVMValue ret;
+  ret.v_handle = nullptr;
   int code = kTVMNullptr;
-  int rc =
-      TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret, &code);
+  // The direct entry skips TVMFuncCall's checks: the handle is live (checked above) and the
+  // arrays are the pack's own.
+  int rc = POLYFFI_LIKELY(ref->direct != nullptr)
+               ? ref->direct(ref->direct_res, pack.values(), pack.codes(), static_cast<int>(argc),
+                             &ret, &code)
+               : TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret,
+                             &code);
   depth.store(d, std::memory_order_relaxed);
   if (POLYFFI_UNLIKELY(rc != 0)) return ThrowLastError(env, inst);
   // Converted before the pack lets go of its temporaries: strings are thread-local.
@@ -230,11 +238,15 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
   void* data = nullptr;
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
   auto* inst = static_cast<Instance*>(data);
-  int64_t token = -1;
-  if (POLYFFI_UNLIKELY(argc == 0 || napi_get_value_int64(env, argv[0], &token) != napi_ok)) {
+  // The token is read as a double (a number's own representation): half the cost of
+  // napi_get_value_int64 on a value above 2^31, and exact, as tokens stay below 2^52.
+  double token_d = -1;
+  if (POLYFFI_UNLIKELY(argc == 0 || napi_get_value_double(env, argv[0], &token_d) != napi_ok ||
+                       !(token_d >= 0 && token_d < 4503599627370496.0))) {
     return ThrowType(env, "polyffi: not a PackedFunc call");
   }
-  const uint64_t slot = static_cast<uint64_t>(token) >> 32;
+  const uint64_t token = static_cast<uint64_t>(token_d);
+  const uint64_t slot = token >> 32;
   Ref* ref = slot < inst->fn_slots.size() ? inst->fn_slots[slot] : nullptr;
   if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token))) {
     return UseAfterDispose(env, inst);
@@ -267,6 +279,10 @@ napi_value MakePackedFunc(Instance* inst, void* handle) {
   }
   ref->handle = handle;
   ref->disposed = false;
+  if (TVMFuncGetDirect(handle, &ref->direct, &ref->direct_res) != 0) {
+    ref->direct = nullptr;  // not expected for a function handle; TVMFuncCall reports it
+    ref->direct_res = nullptr;
+  }
   napi_value fn, bind_args[2];
   napi_get_undefined(env, &bind_args[0]);
   napi_create_int64(env, static_cast<int64_t>((uint64_t{ref->slot} << 32) | ref->gen),

@@ -65,6 +65,8 @@ void ArgPack::Release() {
       napi_delete_reference(inst_->env, static_cast<napi_ref>(it->ptr));
     } else if (it->kind == kTempPin) {
       Unpin(static_cast<Ref*>(it->ptr));
+    } else if (it->kind == kTempLive) {
+      EndLiveCallback(static_cast<CallbackRes*>(it->ptr));
     } else {
       FreeHandle(it->ptr, it->kind);
     }
@@ -127,9 +129,12 @@ bool ArgPack::SetSlow(napi_env env, napi_value v, TVMValue* out, int* code, bool
         }
         return true;
       }
-      TVMFunctionHandle f = CallbackFromJs(env, inst_, v);
+      // A synchronous call's callback calls v itself while the call lasts (released first).
+      CallbackRes* live = nullptr;
+      TVMFunctionHandle f = CallbackFromJs(env, inst_, v, nullptr, async_ ? nullptr : &live);
       if (f == nullptr) return false;
       AddTemp(f, kTVMPackedFuncHandle);
+      if (live != nullptr) AddTemp(live, kTempLive);
       out->v_handle = f;
       *code = kTVMPackedFuncHandle;
       return true;

@@ -1,0 +1,92 @@
+'use strict';
+// The call path's shortcuts: JS callbacks are direct functions that write their result straight
+// into the caller's slot (strings through the runtime's return storage, objects with a reference
+// of their own), a callback passed to a synchronous call uses its JS function's value only while
+// that call lasts, and a PackedFunc calls its function's direct entry.
+const test = require('node:test');
+const assert = require('node:assert');
+const { tick } = require('./helpers');
+const ffi = require('..');
+
+const apply = ffi.getGlobalFunc('testing.apply');
+const wrap = ffi.getGlobalFunc('testing.wrap_callback');
+const onThread = ffi.getGlobalFunc('testing.call_on_thread');
+const callN = ffi.getGlobalFunc('testing.call_n');
+const liveObjects = ffi.getGlobalFunc('testing.live_objects');
+
+test('every kind of callback result reaches C unchanged', () => {
+  const cases = [
+    [7, 7], [-3, -3], [2 ** 53 - 1, 2 ** 53 - 1], [1.5, 1.5], [NaN, NaN], [Infinity, Infinity],
+    [true, true], [false, false], [null, null], [undefined, null], [2n ** 62n, 2n ** 62n],
+    ['', ''], ['abc', 'abc'], ['日本語', '日本語'], ['x'.repeat(1000), 'x'.repeat(1000)],
+  ];
+  for (const [value, want] of cases) {
+    assert.deepStrictEqual(apply(() => value), want, `callback returning ${String(value)}`);
+  }
+  assert.ok(Object.is(apply(() => -0), -0), '-0 stays a float');
+  // More arguments than the trampoline keeps inline.
+  assert.strictEqual(apply((...xs) => xs.reduce((a, b) => a + b, 0), 1, 2, 3, 4, 5, 6, 7, 8, 9), 45);
+  const bytes = apply(() => Buffer.from([0, 1, 2, 255]));
+  assert.deepStrictEqual([...bytes], [0, 1, 2, 255]);
+});
+
+test('objects returned by a callback are handed over with a reference of their own', async () => {
+  global.gc();
+  await tick();
+  const before = liveObjects();
+  const inner = ffi.getGlobalFunc('testing.return_closure')(10);
+  const got = apply(() => inner);
+  inner.dispose();  // the result holds its own reference
+  assert.strictEqual(got(5), 15);
+  const made = apply(() => (x) => x * 2);  // a JS function becomes a callback on the way out
+  assert.strictEqual(made(21), 42);
+  const arr = apply(() => [1, 2, 'three']);  // a runtime Array, made for the result
+  assert.strictEqual(arr.length, 3);
+  assert.strictEqual(arr.get(2), 'three');
+  for (const h of [got, made, arr]) h.dispose();
+  assert.strictEqual(liveObjects(), before);
+});
+
+test('an unsupported callback result is a TypeError, and nothing leaks', () => {
+  assert.throws(() => apply(() => Symbol('s')),
+    (e) => e instanceof TypeError && /unsupported/.test(e.message));
+  const err = new RangeError('from the callback');
+  assert.throws(() => apply(() => { throw err; }), (e) => e === err);
+  assert.strictEqual(apply(() => 5), 5);  // the next call is clean
+});
+
+test('a callback kept by C outlives the call that passed it', () => {
+  // wrap_callback keeps the callback: after the call returned, later calls reach the JS
+  // function through its reference, not through the value of the finished call.
+  const wrappers = [];
+  for (let i = 0; i < 50; i++) wrappers.push(wrap((x) => x + i));
+  global.gc();
+  for (let i = 0; i < 50; i++) assert.strictEqual(wrappers[i](100), 100 + i);
+  // A wrapper called inside another synchronous call (nested scopes).
+  assert.strictEqual(callN((i) => wrappers[3](i), 5), 0 + 1 + 2 + 3 + 4 + 5 * 3);
+  for (const w of wrappers) w.dispose();
+});
+
+test('strings and bytes returned by a callback on a native thread', async () => {
+  assert.strictEqual(await onThread.callAsync((s) => `${s}!\0end`, 'hi'), 'hi!\0end');
+  const out = await onThread.callAsync(() => Buffer.from([9, 8, 7]));
+  assert.deepStrictEqual([...out], [9, 8, 7]);
+  assert.strictEqual(await onThread.callAsync(() => 2.5), 2.5);
+  assert.strictEqual(await onThread.callAsync(() => null), null);
+});
+
+test('a PackedFunc over a classic or a direct function, and after dispose', () => {
+  const add3 = ffi.getGlobalFunc('testing.add3');
+  assert.strictEqual(add3(1, 2, 3), 6);
+  assert.throws(() => add3(2 ** 62, 2 ** 62, 2 ** 62), ffi.FFIError);  // the callee's error
+  const direct = ffi.convert((a, b) => a * b);  // a JS callback: a direct function
+  assert.strictEqual(direct(6, 7), 42);
+  const viaC = wrap(direct);
+  assert.strictEqual(viaC(3, 4), 12);
+  direct.dispose();
+  assert.throws(() => direct(1, 2), (e) => e instanceof ffi.FFIError && e.kind === 'ValueError');
+  assert.strictEqual(viaC(5, 5), 25);
+  viaC.dispose();
+  add3.dispose();
+  assert.throws(() => add3(1, 2, 3), (e) => e.kind === 'ValueError');
+});
