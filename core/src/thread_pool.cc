@@ -101,8 +101,9 @@ class ThreadPool {
     if (sleepers_.load(std::memory_order_relaxed) > 0) cv_.notify_all();
     RunTask(&job, 0);
     for (int task; (task = Claim(gen)) >= 0;) Finish(&job, task);
-    // Claimed tasks are short for small kernels: spin briefly before blocking.
-    if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; })) {
+    // Claimed tasks are short for small kernels: poll before blocking.
+    if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; },
+                   kLauncherSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
       done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
     }
@@ -154,30 +155,47 @@ class ThreadPool {
   }
 
   /*!
-   * \brief Spin (with a CPU pause) until done() or about kSpinMicros pass. Waking a sleeping
-   *  thread costs tens of microseconds on a virtual CPU, far more than a small kernel runs.
+   * \brief Wait for done() without blocking, for about `micros`: first a few hundred CPU
+   *  pauses (a kernel launched right after the last one is seen within a microsecond), then
+   *  sched_yield() between checks. Yielding is what keeps a parallel run fast on a shared
+   *  machine: a thread that only pauses holds its core for its whole time slice, while the
+   *  thread it waits for (our own worker or launcher, preempted) may be queued for that very
+   *  core. Waking a blocked thread costs tens of microseconds on a virtual CPU, far more than
+   *  a small kernel runs, so blocking is the last resort. Returns done().
    */
   template <typename Done>
-  static bool SpinUntil(const Done& done) {
-    constexpr int64_t kSpinMicros = 200;
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 1;; ++i) {
+  static bool SpinUntil(const Done& done, int64_t micros) {
+    constexpr int kPauses = 256;
+    for (int i = 0; i < kPauses; ++i) {
       if (done()) return true;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (i % 64 == 0 &&
-          std::chrono::steady_clock::now() - start > std::chrono::microseconds(kSpinMicros)) {
+    }
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 1;; ++i) {
+      if (done()) return true;
+      std::this_thread::yield();
+      if (i % 16 == 0 &&
+          std::chrono::steady_clock::now() - start > std::chrono::microseconds(micros)) {
         return done();
       }
     }
   }
 
+  // How long an idle worker keeps polling for the next launch before it blocks: the kernels
+  // of one run() follow each other within microseconds to a few milliseconds (a serial
+  // kernel between two parallel ones), and a worker that is awake when the next launch comes
+  // takes its share at once. TVM's own pool polls for longer still.
+  static constexpr int64_t kWorkerSpinMicros = 2000;
+  // How long the launcher polls for the tasks other threads claimed before it blocks.
+  static constexpr int64_t kLauncherSpinMicros = 500;
+
   void WorkerLoop() {
     uint32_t seen = 0;
     for (;;) {
       auto fresh = [&] { return GenOf(claim_.load(std::memory_order_acquire)) != seen; };
-      if (!SpinUntil(fresh)) {
+      if (!SpinUntil(fresh, kWorkerSpinMicros)) {
         std::unique_lock<std::mutex> lock(mu_);
         sleepers_.fetch_add(1, std::memory_order_relaxed);
         cv_.wait(lock, fresh);
