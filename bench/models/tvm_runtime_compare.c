@@ -6,7 +6,8 @@
  * usage: bench_tvm_compare RUNTIME_SO FIXTURE_DIR FORM [min_ms]
  *   FORM: factory (export_library + default(cpu)) or three (graph JSON + params + kernels)
  * Prints one JSON line: median ns per run() and per set_input+run+get_output, over repeats.
- * With BENCH_COUNT_ITERS=N it runs each loop N times untimed, for callgrind instead. */
+ * With BENCH_COUNT_ITERS=N it runs each loop N times untimed, for callgrind instead
+ * (BENCH_COUNT_RUN_ONLY: only the run() loop). BENCH_WARMUP=N: warm-up runs (default 200). */
 #include <dlfcn.h>
 #include <polyffi/c_runtime_api.h>
 #include <stdio.h>
@@ -247,11 +248,13 @@ int main(int argc, char** argv) {
     }
     free(got);
   }
-  for (int i = 0; i < 200; ++i) end_to_end_once(); /* warm caches and the thread pool */
+  /* Warm caches and the thread pool (BENCH_WARMUP runs; fewer for large networks). */
+  const char* warmup = getenv("BENCH_WARMUP");
+  for (long i = 0, n = warmup ? atol(warmup) : 200; i < n; ++i) end_to_end_once();
   const char* count = getenv("BENCH_COUNT_ITERS");
   if (count != NULL) { /* instruction-count mode: no timing */
     counted_run_loop(atol(count));
-    counted_end_to_end_loop(atol(count));
+    if (getenv("BENCH_COUNT_RUN_ONLY") == NULL) counted_end_to_end_loop(atol(count));
     printf("{\"counted\": %ld}\n", atol(count));
     return 0;
   }

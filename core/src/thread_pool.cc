@@ -101,8 +101,9 @@ class ThreadPool {
     if (sleepers_.load(std::memory_order_relaxed) > 0) cv_.notify_all();
     RunTask(&job, 0);
     for (int task; (task = Claim(gen)) >= 0;) Finish(&job, task);
-    // Claimed tasks are short for small kernels: spin briefly before blocking.
-    if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; })) {
+    // Claimed tasks are short for small kernels: poll before blocking.
+    if (!SpinUntil([&] { return job.pending.load(std::memory_order_acquire) == 0; },
+                   kLauncherSpinMicros, 0)) {
       std::unique_lock<std::mutex> lock(mu_);
       done_cv_.wait(lock, [&] { return job.pending.load(std::memory_order_acquire) == 0; });
     }
@@ -154,30 +155,50 @@ class ThreadPool {
   }
 
   /*!
-   * \brief Spin (with a CPU pause) until done() or about kSpinMicros pass. Waking a sleeping
-   *  thread costs tens of microseconds on a virtual CPU, far more than a small kernel runs.
+   * \brief Wait for done() without blocking: pause-spin for about pause_micros (a launch or a
+   *  task that ends within microseconds is seen at once; waking a blocked thread costs tens of
+   *  microseconds on a virtual CPU, more than a small kernel runs), then, for about
+   *  yield_micros more, sched_yield() between checks. Yielding lets an idle worker keep
+   *  polling for milliseconds without holding its core from a thread that needs it (on a
+   *  shared machine, often our own launcher or another worker). Returns done().
    */
   template <typename Done>
-  static bool SpinUntil(const Done& done) {
-    constexpr int64_t kSpinMicros = 200;
+  static bool SpinUntil(const Done& done, int64_t pause_micros, int64_t yield_micros) {
     auto start = std::chrono::steady_clock::now();
+    auto past = [&](int64_t micros) {
+      return std::chrono::steady_clock::now() - start > std::chrono::microseconds(micros);
+    };
     for (int i = 1;; ++i) {
       if (done()) return true;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-      if (i % 64 == 0 &&
-          std::chrono::steady_clock::now() - start > std::chrono::microseconds(kSpinMicros)) {
-        return done();
-      }
+      if (i % 64 == 0 && past(pause_micros)) break;
+    }
+    if (yield_micros <= 0) return done();
+    for (int i = 1;; ++i) {
+      if (done()) return true;
+      std::this_thread::yield();
+      if (i % 16 == 0 && past(pause_micros + yield_micros)) return done();
     }
   }
+
+  // An idle worker pause-spins 50 us, then yields for up to 2 ms before it blocks: the
+  // kernels of one run() follow each other within microseconds to a few milliseconds (a
+  // serial kernel between two parallel ones), and a worker that is awake when the next launch
+  // comes takes its share at once instead of leaving it to the launcher.
+  static constexpr int64_t kWorkerPauseMicros = 50;
+  static constexpr int64_t kWorkerSpinMicros = 2000;
+  // The launcher waits only for tasks already running on other threads, so it keeps its core
+  // (pauses, no yield: a yielding thread can lose its core for a whole time slice of another
+  // process) for 200 us before it blocks.
+  static constexpr int64_t kLauncherSpinMicros = 200;
 
   void WorkerLoop() {
     uint32_t seen = 0;
     for (;;) {
       auto fresh = [&] { return GenOf(claim_.load(std::memory_order_acquire)) != seen; };
-      if (!SpinUntil(fresh)) {
+      if (!SpinUntil(fresh, kWorkerPauseMicros, kWorkerSpinMicros)) {
         std::unique_lock<std::mutex> lock(mu_);
         sleepers_.fetch_add(1, std::memory_order_relaxed);
         cv_.wait(lock, fresh);

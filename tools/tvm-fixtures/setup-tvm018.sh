@@ -30,8 +30,9 @@ py=${TVM018_PYTHON:-python3.11}
 if [ ! -x "$cache/venv/bin/python" ]; then
   "$py" -m venv "$cache/venv" >&2
   # The pure-Python dependencies of TVM's compiler; ml_dtypes' compiled part must match 3.11.
+  # (pytest: relay.testing, the model zoo generate_tvm018_networks.py uses, imports it.)
   "$cache/venv/bin/pip" install -q "numpy<2" ml_dtypes==0.5.1 scipy decorator attrs \
-    typing_extensions psutil cloudpickle packaging tornado synr >&2
+    typing_extensions psutil cloudpickle packaging tornado synr pytest >&2
 fi
 mkdir -p "$cache/pythonpath"
 ln -sfn "$cache/x/org/bytedeco/tvm/linux-x86_64/python/tvm" "$cache/pythonpath/tvm"
