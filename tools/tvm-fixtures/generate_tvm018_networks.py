@@ -8,9 +8,9 @@ The networks come from TVM's own model zoo builders in relay.testing, which need
 ResNet-18 and MobileNet (v1) at batch 1 and a small image (3x112x112) so that one run() takes
 tens of milliseconds on a small machine. Weights are random under a fixed seed, drawn so that
 activations neither vanish nor saturate the softmax (LeCun-normal convolution and dense
-weights, batch-norm statistics near identity), so the 1000 outputs differ from each other and comparing
-them means something (relay.testing's own initialiser gives MobileNet a constant output); the
-input is random under a fixed seed; the graphs are built at opt_level=3
+weights, batch-norm statistics near identity), so the 1000 outputs differ from each other and
+comparing them means something (relay.testing's own initialiser gives MobileNet a constant
+output); the input is random under a fixed seed; the graphs are built at opt_level=3
 for the same LLVM target as the committed fixtures. For every network OUT_DIR/<name>/ holds
 
   factory.so                 lib.export_library() (GraphExecutorFactory)
