@@ -325,6 +325,11 @@ members = ["polyffi-sys", "polyffi"]
 $(sed -n '/^\[workspace.package\]/,/^$/p' bindings/rust/Cargo.toml | sed '1d;/^$/d')
 TOML
   cp bindings/rust/Cargo.lock "$ws/"
+  # Verification unpacks each crate into cargo's registry/src under a name that depends only on
+  # the crate version and the temporary registry's path: a copy left by an earlier run of the same
+  # version would be used instead of the crate just packaged (stale headers, missing symbols).
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/polyffi-sys-"$version" \
+    "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/polyffi-"$version"
   POLYFFI_LIB_DIR="$(prefix_of x86_64)/lib" CARGO_TARGET_DIR="$work/rust-target" \
     cargo package --workspace --allow-dirty --manifest-path "$ws/Cargo.toml" \
     >"$work/rust-package.log" 2>&1 || { cat "$work/rust-package.log"; exit 1; }
