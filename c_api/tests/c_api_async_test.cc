@@ -14,7 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "c_api_test_util.h"
+
 namespace {
+
+using abitests::SumInts;
 
 constexpr int kWorkers = 2;
 
@@ -64,14 +68,8 @@ TVMFunctionHandle Make(TVMPackedCFunc body, void* resource = nullptr) {
 }
 
 int Add(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
-  int64_t sum = 0;
-  for (int i = 0; i < n; ++i) {
-    if (codes[i] != kTVMArgInt) {
-      TVMAPISetLastError("TypeError: add takes ints");
-      return -1;
-    }
-    sum += args[i].v_int64;
-  }
+  int64_t sum;
+  if (!SumInts(args, codes, n, &sum)) return -1;
   TVMValue v;
   v.v_int64 = sum;
   int code = kTVMArgInt;

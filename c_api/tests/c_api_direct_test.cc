@@ -27,14 +27,8 @@ namespace {
 int DirectNop(void*, const TVMValue*, const int*, int, TVMValue*, int*) { return 0; }
 
 int DirectAdd(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* code) {
-  int64_t sum = 0;
-  for (int i = 0; i < n; ++i) {
-    if (codes[i] != kTVMArgInt) {
-      TVMAPISetLastError("TypeError: add takes ints");
-      return -1;
-    }
-    sum += args[i].v_int64;
-  }
+  int64_t sum;
+  if (!SumInts(args, codes, n, &sum)) return -1;
   ret->v_int64 = sum;
   *code = kTVMArgInt;
   return 0;

@@ -21,6 +21,19 @@ namespace abitests {
 
 inline std::string LastError() { return TVMGetLastError(); }
 
+// The test callees' "add": sums int arguments into *sum; false with a TypeError set otherwise.
+inline bool SumInts(const TVMValue* args, const int* codes, int n, int64_t* sum) {
+  *sum = 0;
+  for (int i = 0; i < n; ++i) {
+    if (codes[i] != kTVMArgInt) {
+      TVMAPISetLastError("TypeError: add takes ints");
+      return false;
+    }
+    *sum += args[i].v_int64;
+  }
+  return true;
+}
+
 /*! \brief The "Kind" of "Kind: message" on the first line of an error text; "" if none. */
 inline std::string ErrorKind(const std::string& text) {
   std::string first = text.substr(0, text.find('\n'));
