@@ -345,6 +345,24 @@ TEST(CppLayerDirect, FinalizerRunsOnceWhenTheLastReferenceGoes) {
   EXPECT_EQ(token.use_count(), before);
 }
 
+TEST(CppLayerDirect, MovedFromFunctionIsEmptyNotADanglingEntry) {
+  auto token = std::make_shared<int>(0);
+  Function f = MakeTyped([token](int64_t x) { return x + 1; }, "f");
+  Function g = std::move(f);
+  EXPECT_EQ(g(1).as_int(), 2);
+  g = Function();  // the last reference: the closure (and its entry) is gone
+  EXPECT_EQ(token.use_count(), 1);
+  // f gave its reference and its cached entry away: calling it is TVMFuncCall's typed error,
+  // never a call into the freed closure.
+  EXPECT_FALSE(f);
+  EXPECT_EQ(CatchError([&] { f(1); }).kind(), "ValueError");  // NOLINT(bugprone-use-after-move)
+  Function h = MakeTyped([token](int64_t x) { return x * 2; }, "h");
+  Function k;
+  k = std::move(h);
+  EXPECT_EQ(k(4).as_int(), 8);
+  EXPECT_EQ(CatchError([&] { h.CallView(1); }).kind(), "ValueError");  // NOLINT
+}
+
 int ClassicTwice(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void*) {
   if (n != 1 || codes[0] != kTVMArgInt) {
     TVMAPISetLastError("TypeError: ClassicTwice wants one int");

@@ -213,7 +213,7 @@ class Any {
   }
   ~Any() { Reset(); }
 
-  /*! \brief Take a value that TVMFuncCall just returned. */
+  /*! \brief Take a value that TVMFuncCall (or a direct callee) just returned. */
   static Any FromReturn(TVMValue v, int code) {
     Any a;
     a.FillFromReturn(v, code);
@@ -260,6 +260,13 @@ class Any {
 
  private:
   friend class Function;
+  /*! \brief A plain value that needs nothing more (detail::IsReadyPlainCode). */
+  Any(TVMValue v, int code) noexcept : value_(v), code_(code) {}
+  [[gnu::noinline]] static Any FromOther(TVMValue v, int code) {
+    Any a;
+    a.FillOther(v, code);
+    return a;
+  }
   static constexpr uint32_t Bit(int code) { return 1u << code; }
   /*! \brief Codes 8-13 (objects, strings, bytes, NDArrays) own something; all else is plain. */
   static constexpr bool OwnsStorage(int code) {
@@ -379,6 +386,21 @@ class AnyView;
 class Function : public ObjectRef {
  public:
   Function() = default;
+  Function(const Function&) = default;
+  Function& operator=(const Function&) = default;
+  /*! \brief A moved-from Function is empty: its calls go to TVMFuncCall's typed error. */
+  Function(Function&& o) noexcept
+      : ObjectRef(std::move(o)),
+        direct_(std::exchange(o.direct_, &CallChecked)),
+        resource_(std::exchange(o.resource_, nullptr)) {}
+  Function& operator=(Function&& o) noexcept {
+    if (this != &o) {
+      ObjectRef::operator=(std::move(o));
+      direct_ = std::exchange(o.direct_, &CallChecked);
+      resource_ = std::exchange(o.resource_, nullptr);
+    }
+    return *this;
+  }
   static Function Adopt(TVMFunctionHandle h) { return Function(h); }
   static Function Borrow(TVMFunctionHandle h) {
     TVMObjectRetain(h);
@@ -418,9 +440,9 @@ class Function : public ObjectRef {
     TVMValue rv;
     int rc = kTVMNullptr;
     CallUnnormalized(values, codes, n, &rv, &rc);
-    Any result;  // filled in place: no copy or move of the returned value
-    result.FillFromReturn(rv, rc);
-    return result;
+    // Built in the caller's object (a prvalue): a plain result is two stores, nothing else.
+    if (__builtin_expect(detail::IsReadyPlainCode(rc), 1)) return Any(rv, rc);
+    return Any::FromOther(rv, rc);
   }
   /*!
    * \brief The raw call: on success *rv / *rc hold the result as TVMFuncCall returns it (an
@@ -436,9 +458,14 @@ class Function : public ObjectRef {
     // Not a function (or the runtime refuses): keep the checked TVMFuncCall path, which turns
     // the handle's problem into a typed error at call time.
     if (h != nullptr && TVMFuncGetDirect(h, &direct_, &resource_) != 0) {
-      direct_ = nullptr;
-      resource_ = nullptr;
+      direct_ = &CallChecked;
+      resource_ = h;
     }
+  }
+  /*! \brief The entry of an empty Function or a handle without a pair: TVMFuncCall, checked. */
+  static int CallChecked(void* handle, const TVMValue* values, const int* codes, int n,
+                         TVMValue* rv, int* rc) {
+    return TVMFuncCall(handle, const_cast<TVMValue*>(values), const_cast<int*>(codes), n, rv, rc);
   }
   /*!
    * \brief The call, with the result as the callee wrote it: a direct callee's kDLUInt or
@@ -448,12 +475,10 @@ class Function : public ObjectRef {
   void CallUnnormalized(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
     rv->v_handle = nullptr;
     *rc = kTVMNullptr;
-    int status = direct_ != nullptr ? direct_(resource_, values, codes, n, rv, rc)
-                                    : TVMFuncCall(handle_, values, codes, n, rv, rc);
-    CheckCall(status);
+    CheckCall(direct_(resource_, values, codes, n, rv, rc));  // never NULL: see CallChecked
   }
-  // Valid while this Function holds its reference; copied and moved with it.
-  TVMDirectCFunc direct_ = nullptr;
+  // Valid while this Function holds its reference; copied with it, taken by a move.
+  TVMDirectCFunc direct_ = &CallChecked;
   void* resource_ = nullptr;
 };
 
