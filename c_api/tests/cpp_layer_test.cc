@@ -279,7 +279,23 @@ TEST(CppLayerDirect, SettingAgainReleasesTheOldValue) {
     Any r = body();
     EXPECT_EQ(r.as_str(), "replaced");
   }
+  // An object replaced by a plain value, then by another object, then by a plain value again.
+  Function plain_last = polyffi::MakePacked([holder](PackedArgs, RetValue* rv) {
+    rv->Set(holder);
+    rv->Set(int64_t{7});
+    rv->Set(holder);
+    rv->Set(int64_t{8});
+  });
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(plain_last().as_int(), 8);
+    TVMValue v;
+    int code = -1;
+    ASSERT_EQ(TVMFuncCall(plain_last.get(), nullptr, nullptr, 0, &v, &code), 0);
+    EXPECT_EQ(code, kTVMArgInt);
+    EXPECT_EQ(v.v_int64, 8);
+  }
   body = Function();
+  plain_last = Function();
   EXPECT_EQ(token.use_count(), before);
 }
 

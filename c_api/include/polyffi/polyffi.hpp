@@ -450,7 +450,11 @@ class Function : public ObjectRef {
    */
   void CallRaw(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
     CallUnnormalized(values, codes, n, rv, rc);
-    if (__builtin_expect(!detail::IsReadyPlainCode(*rc), 0)) detail::NormalizeDirectResult(rv, rc);
+    // An int (the usual result) first: one compare, which a caller's own test of the code
+    // then shares.
+    if (__builtin_expect(*rc != kTVMArgInt && !detail::IsReadyPlainCode(*rc), 0)) {
+      detail::NormalizeDirectResult(rv, rc);
+    }
   }
 
  private:
@@ -787,7 +791,7 @@ class RetValue {
   void SetRaw(TVMValue v, int code) {
     if (slot_ == nullptr) {
       CheckCall(TVMCFuncSetReturn(handle_, &v, &code, 1));
-    } else if (__builtin_expect(IsPlain(code) && IsPlain(*slot_code_), 1)) {
+    } else if (__builtin_expect(IsPlain(code) && !slot_owns_, 1)) {
       *slot_ = v;  // the usual case: a plain value into a slot that owns nothing
       *slot_code_ = code;
     } else {
@@ -800,6 +804,7 @@ class RetValue {
     void* h = slot_->v_handle;
     slot_->v_handle = nullptr;
     *slot_code_ = kTVMNullptr;
+    slot_owns_ = false;
     if (code == kTVMNDArrayHandle) {
       TVMArrayFree(static_cast<TVMArrayHandle>(h));
     } else if (Any::IsObjectCode(code)) {
@@ -914,6 +919,7 @@ class RetValue {
     ClearDirect();
     *slot_ = v;
     *slot_code_ = code;
+    slot_owns_ = Any::IsObjectCode(code);
   }
   static TVMValue ObjectValue(const Any& a) {
     TVMValue v;
@@ -928,6 +934,9 @@ class RetValue {
   TVMRetValueHandle handle_ = nullptr;
   TVMValue* slot_ = nullptr;
   int* slot_code_ = nullptr;
+  // Whether the direct slot holds an object reference. The caller hands the slot over holding
+  // None, so a body's first plain result is two stores and no load of the slot's code.
+  bool slot_owns_ = false;
 };
 
 template <typename T>
@@ -992,6 +1001,8 @@ int GuardedCall(F&& body) {
 template <typename Body>
 int DirectTrampoline(void* resource, const TVMValue* args, const int* codes, int n,
                      TVMValue* ret_val, int* ret_code) {
+  // The protocol hands over a valid slot: no test for the classic (NULL slot) form.
+  if (ret_val == nullptr) __builtin_unreachable();
   RetValue rv(ret_val, ret_code);
   int status = GuardedCall([&] {
     // The argument arrays are the caller's (TVMFuncCall's are not const); PackedArgs exposes
