@@ -36,16 +36,39 @@ int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, 
   }
 }
 
-namespace {
-
-/*! \brief A direct callee's non-zero status, as a classic callee's: the same error, -2 kept. */
-[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) {
+int CalleeFailedToC(int ret) {
   try {
     ThrowCalleeError(ret);
   } catch (...) {
     return SetLastErrorFromCurrentException();
   }
 }
+
+int BackendResultToC(TVMValue* ret_val, int* ret_type_code) {
+  try {
+    TVMValue v = *ret_val;
+    int code = *ret_type_code;
+    ret_val->v_handle = nullptr;
+    *ret_type_code = kTVMNullptr;
+    RetValue rv;
+    if (IsObjectCode(code) && code != kTVMObjectRValueRefArg) {
+      // Classic convention: an object result is transferred to the caller.
+      Object* obj = ObjectOfArg(v, code);
+      if (obj) rv.SetObject(ObjectPtr<Object>::Adopt(obj));
+    } else {
+      rv.SetFromC(v, code);
+    }
+    rv.MoveToC(ret_val, ret_type_code);
+    return 0;
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
+namespace {
+
+/*! \brief A direct callee's non-zero status, as a classic callee's: the same error, -2 kept. */
+[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) { return CalleeFailedToC(ret); }
 
 /*! \brief Make a direct callee's unusual result code what a classic call returns, or refuse it. */
 [[gnu::noinline, gnu::cold]] int FixDirectResult(TVMValue* ret_val, int* ret_type_code) {

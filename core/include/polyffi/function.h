@@ -76,6 +76,25 @@ ObjectPtr<FunctionObj> MakeFunction(F body, std::string name = "<anonymous>") {
  */
 [[noreturn]] void ThrowCalleeError(int ret);
 
+/*! \brief ThrowCalleeError's error set as the last error: the C entry's -1 (or -2). */
+[[gnu::noinline, gnu::cold]] int CalleeFailedToC(int ret);
+
+/*!
+ * \brief A compiled library's function (TVMBackendPackedCFunc) wrote (ret_val, ret_type_code)
+ *  with a code other than a plain one a C caller takes as it is: make it what TVMFuncCall
+ *  returns for a classic callee (an object's reference handed over, strings copied into the
+ *  thread's return storage, an rvalue reference moved out, uint as int, a dtype as its string).
+ *  0, or -1 with the error set and the slot left None.
+ */
+[[gnu::noinline, gnu::cold]] int BackendResultToC(TVMValue* ret_val, int* ret_type_code);
+
+/*! \brief Plain codes a C caller receives as they are (a None's value is cleared separately). */
+inline bool IsReadyCCode(int code) {
+  constexpr unsigned kReady = 1u << kTVMArgInt | 1u << kTVMArgFloat | 1u << kTVMOpaqueHandle |
+                              1u << kDLDevice | 1u << kTVMDLTensorHandle | 1u << kTVMArgBool;
+  return static_cast<unsigned>(code) < 32 && ((kReady >> code) & 1u) != 0;
+}
+
 /*! \brief A function backed by a C callback (TVMFuncCreateFromCFunc). */
 class CFunction final : public FunctionObj {
  public:
