@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 
 # Implementations in display order; anything else sorts after them.
-IMPL_ORDER = ["fnptr", "std_function", "polyffi_c", "polyffi_cpp", "tvm_ffi_c", "tvm_ffi",
-              "tvm_ffi_string"]
+IMPL_ORDER = ["fnptr", "std_function", "polyffi_c", "polyffi_cpp", "polyffi_cpp_view", "tvm_ffi_c",
+              "tvm_ffi", "tvm_ffi_string"]
 # What each case measures, for the table's first column.
 CASE_TITLES = {
     "nop": "nop (0 args)",
@@ -58,7 +58,7 @@ CASE_TITLES = {
 }
 # Like for like: polyffi's C ABI row against tvm-ffi's C entry point (TVMFFIFunctionCall), the
 # C++ layer against tvm-ffi's C++ Function. Every polyffi row must have its peer measured.
-PEERS = {"polyffi_c": "tvm_ffi_c", "polyffi_cpp": "tvm_ffi"}
+PEERS = {"polyffi_c": "tvm_ffi_c", "polyffi_cpp": "tvm_ffi", "polyffi_cpp_view": "tvm_ffi"}
 # Direct-protocol rows (calls/d_*: TVMFuncCall on direct callees; calls/g_*: a trusted caller
 # through TVMFuncGetDirect's pair) have no case of their own on the tvm-ffi side: their peer is
 # the plain C safe-call row of the same case (calls/c_*/tvm_ffi_c).

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <polyffi/polyffi.hpp>
 #include <string>
+#include <string_view>
 
 #include "../baseline/baseline.h"
 #include "../common/harness.h"
@@ -390,6 +391,14 @@ void AddPolyffiCppCases() {
   AddCase("calls/str16/polyffi_cpp", [echo] {
     polyffi::Any r = echo(kStr16);
     benchmark::DoNotOptimize(r);
+  });
+  // The same echo with a borrowed result (Function::CallView): the string stays in the
+  // runtime's per-thread return storage instead of being copied into a std::string.
+  if (echo.CallView(kStr16).as_str_view() != kStr16) Fail("polyffi::Function echo view mismatch");
+  AddCase("calls/str16/polyffi_cpp_view", [echo] {
+    polyffi::AnyView r = echo.CallView(kStr16);
+    std::string_view s = r.as_str_view();
+    benchmark::DoNotOptimize(s);
   });
   AddCase("calls/callback/polyffi_cpp", [add_one] {
     int64_t r = add_one(1).as_int();

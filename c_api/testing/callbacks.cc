@@ -33,7 +33,8 @@ TESTING_GLOBAL("testing.apply", [](PackedArgs args, RetValue* rv) {
   CallRaw(args.values[0].v_handle, args.values + 1, args.codes + 1, args.size - 1).SetTo(rv);
 });
 
-// Benchmarked: one TVMFuncCall per iteration, no allocation and no conversion layer in the loop.
+// Benchmarked: one call per iteration through polyffi::Function's direct entry (the peer of
+// tvm-ffi's C++ Function call), no allocation and no conversion layer in the loop.
 TESTING_GLOBAL("testing.call_n",
                Typed(
                    [](Function f, int64_t n) {
@@ -41,14 +42,13 @@ TESTING_GLOBAL("testing.call_n",
                        throw Error("ValueError",
                                    "testing.call_n: n must be >= 0 but got " + std::to_string(n));
                      }
-                     TVMFunctionHandle h = f.get();
                      int64_t total = 0;
                      TVMValue arg, ret;
                      int code, ret_code;
                      for (int64_t i = 0; i < n; ++i) {
                        arg.v_int64 = i;
                        code = kTVMArgInt;  // reset: a callee may rewrite its borrowed slots
-                       polyffi::CheckCall(TVMFuncCall(h, &arg, &code, 1, &ret, &ret_code));
+                       f.CallRaw(&arg, &code, 1, &ret, &ret_code);
                        if (ret_code != kTVMArgInt && ret_code != kDLUInt &&
                            ret_code != kTVMArgBool) {
                          OwnedValue discard(ret, ret_code);

@@ -37,9 +37,9 @@ void RegisterOrReport(const char* name, const polyffi::Function& f) noexcept {
   }
 }
 
-Registrar::Registrar(const char* name, TVMPackedCFunc fn) noexcept {
+Registrar::Registrar(const char* name, TVMDirectCFunc fn) noexcept {
   TVMFunctionHandle h = nullptr;
-  if (TVMFuncCreateFromCFunc(fn, nullptr, nullptr, &h) != 0 ||
+  if (TVMFuncCreateDirect(fn, nullptr, nullptr, &h) != 0 ||
       TVMFuncRegisterGlobal(name, h, 0) != 0) {
     std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
   }

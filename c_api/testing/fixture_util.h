@@ -39,8 +39,9 @@ class Registrar {
       std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, e.what());
     }
   }
-  /*! \brief A bare C callback, for fixtures whose own cost must be nil (benchmark floors). */
-  Registrar(const char* name, TVMPackedCFunc fn) noexcept;
+  /*! \brief A bare direct C function, for fixtures whose own cost must be nil (benchmark
+   *  floors). */
+  Registrar(const char* name, TVMDirectCFunc fn) noexcept;
 };
 
 #define POLYFFI_TESTING_CONCAT_(a, b) a##b

@@ -139,6 +139,43 @@ DSO_EXPORT int scale_i64(TVMValue* args, int* type_codes, int num_args, TVMValue
   return 0;
 }
 
+/* A result of the kind its argument names, written as compiled code writes one: 0 uint 7,
+ * 1 the dtype float32x4, 2 a string in the library's own memory, 3 an opaque handle, 4 None with
+ * a stale value. The runtime must hand each on as it does a classic callee's. */
+DSO_EXPORT int result_of_kind(TVMValue* args, int* type_codes, int num_args,
+                              TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {
+  static const int kExpected[1] = {kTVMArgInt};
+  static const char kText[] = "from the kernel";
+  (void)resource_handle;
+  if (CheckArgs("result_of_kind", type_codes, num_args, kExpected, 1) != 0) return -1;
+  switch (args[0].v_int64) {
+    case 0:
+      out_ret_value->v_int64 = 7;
+      *out_ret_tcode = kDLUInt;
+      return 0;
+    case 1:
+      out_ret_value->v_type.code = kDLFloat;
+      out_ret_value->v_type.bits = 32;
+      out_ret_value->v_type.lanes = 4;
+      *out_ret_tcode = kTVMDataType;
+      return 0;
+    case 2:
+      out_ret_value->v_str = kText;
+      *out_ret_tcode = kTVMStr;
+      return 0;
+    case 3:
+      out_ret_value->v_handle = (void*)kText;
+      *out_ret_tcode = kTVMOpaqueHandle;
+      return 0;
+    case 4:
+      out_ret_value->v_handle = (void*)kText;
+      *out_ret_tcode = kTVMNullptr;
+      return 0;
+    default:
+      return Fail("ValueError: result_of_kind: unknown kind");
+  }
+}
+
 /* Allocates n bytes of workspace, writes byte i = i % 256, reads them back and returns the sum. */
 DSO_EXPORT int use_workspace(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
                              int* out_ret_tcode, void* resource_handle) {

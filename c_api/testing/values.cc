@@ -14,10 +14,10 @@ namespace {
 
 using polyffi::Error;
 
-// The cheapest possible call: benchmarks measure the call path against it, so it is a bare C
-// callback that leaves the return slot alone (an unset return is None: docs/spec/abi.md
-// section 3, functions).
-int Nop(TVMValue*, int*, int, TVMRetValueHandle, void*) { return 0; }
+// The cheapest possible call: benchmarks measure the call path against it, so it is a bare
+// direct C function that leaves the caller's slot as the caller pre-set it, None
+// (polyffi/c_direct_api.h).
+int Nop(void*, const TVMValue*, const int*, int, TVMValue*, int*) { return 0; }
 TESTING_GLOBAL("testing.nop", Nop);
 
 // Returns its argument exactly as received: TVMCFuncSetReturn copies strings, retains objects and

@@ -546,6 +546,42 @@ TEST(ModuleDso, LoadGetCallFree) {
   EXPECT_EQ(TVMModFree(m), 0);
 }
 
+TEST(ModuleDso, KernelResultsReadAsFromAClassicCallee) {
+  // TVMFuncCall hands the caller's slot to the kernel; what it wrote is then made what a classic
+  // callee's result gives: uint as int, a dtype as its string, a string copied into the thread's
+  // return storage, None with no stale value.
+  TVMModuleHandle m = LoadTestDso();
+  ASSERT_NE(m, nullptr);
+  TVMFunctionHandle f = nullptr;
+  ASSERT_EQ(TVMModGetFunction(m, "result_of_kind", 0, &f), 0) << LastError();
+  ASSERT_NE(f, nullptr);
+  Ret r = Call(f, {Int(0)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_EQ(r.code, kTVMArgInt);
+  EXPECT_EQ(r.value.v_int64, 7);
+  r = Call(f, {Int(1)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(r.code, kTVMStr);
+  EXPECT_STREQ(r.value.v_str, "float32x4");
+  r = Call(f, {Int(2)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  ASSERT_EQ(r.code, kTVMStr);
+  EXPECT_STREQ(r.value.v_str, "from the kernel");
+  Ret h = Call(f, {Int(3)});
+  ASSERT_EQ(h.rc, 0) << h.error;
+  EXPECT_EQ(h.code, kTVMOpaqueHandle);
+  EXPECT_NE(static_cast<const char*>(h.value.v_handle), r.value.v_str) << "the string was copied";
+  EXPECT_STREQ(static_cast<const char*>(h.value.v_handle), "from the kernel");
+  r = Call(f, {Int(4)});
+  ASSERT_EQ(r.rc, 0) << r.error;
+  EXPECT_EQ(r.code, kTVMNullptr);
+  EXPECT_EQ(r.value.v_handle, nullptr);
+  r = Call(f, {Int(5)});
+  EXPECT_TRUE(FailsWith(r.rc, "ValueError", "result_of_kind: unknown kind"));
+  TVMFuncFree(f);
+  TVMModFree(m);
+}
+
 TEST(ModuleDso, ExplicitFormat) {
   TVMModuleHandle m = nullptr;
   ASSERT_EQ(TVMModLoadFromFile(POLYFFI_TEST_DSO_PATH, "so", &m), 0) << LastError();

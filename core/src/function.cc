@@ -36,16 +36,39 @@ int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, 
   }
 }
 
-namespace {
-
-/*! \brief A direct callee's non-zero status, as a classic callee's: the same error, -2 kept. */
-[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) {
+int CalleeFailedToC(int ret) {
   try {
     ThrowCalleeError(ret);
   } catch (...) {
     return SetLastErrorFromCurrentException();
   }
 }
+
+int BackendResultToC(TVMValue* ret_val, int* ret_type_code) {
+  try {
+    TVMValue v = *ret_val;
+    int code = *ret_type_code;
+    ret_val->v_handle = nullptr;
+    *ret_type_code = kTVMNullptr;
+    RetValue rv;
+    if (IsObjectCode(code) && code != kTVMObjectRValueRefArg) {
+      // Classic convention: an object result is transferred to the caller.
+      Object* obj = ObjectOfArg(v, code);
+      if (obj) rv.SetObject(ObjectPtr<Object>::Adopt(obj));
+    } else {
+      rv.SetFromC(v, code);
+    }
+    rv.MoveToC(ret_val, ret_type_code);
+    return 0;
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
+namespace {
+
+/*! \brief A direct callee's non-zero status, as a classic callee's: the same error, -2 kept. */
+[[gnu::noinline, gnu::cold]] int DirectCallFailed(int ret) { return CalleeFailedToC(ret); }
 
 /*! \brief Make a direct callee's unusual result code what a classic call returns, or refuse it. */
 [[gnu::noinline, gnu::cold]] int FixDirectResult(TVMValue* ret_val, int* ret_type_code) {
@@ -95,7 +118,7 @@ void DirectFunction::Invoke(const FunctionObj* self, TVMValue* values, int* code
   int code = kTVMNullptr;
   int ret = me->func_(me->resource_, values, codes, n, &v, &code);
   if (__builtin_expect(ret != 0, 0)) ThrowCalleeError(ret);
-  if (__builtin_expect(RetValue::IsPlainCode(code) && code != kTVMDLTensorHandle, 1)) {
+  if (__builtin_expect(RetValue::IsPlainCode(code), 1)) {
     rv->SetFromC(v, code);
     return;
   }
@@ -123,9 +146,6 @@ void AdoptDirectResult(TVMValue v, int code, RetValue* rv) {
       if (obj == nullptr) return rv->SetNull();
       return rv->SetObject(ObjectPtr<Object>::Adopt(obj));
     }
-    case kTVMDLTensorHandle:
-      Throw("TypeError",
-            "callback returned an unsupported value: a DLTensor view (return an NDArray)");
     case kTVMObjectRValueRefArg:
       Throw("TypeError", "callback returned an unsupported value: an rvalue reference argument");
     default:

@@ -82,9 +82,28 @@ namespace {
 class BackendFunction final : public FunctionObj {
  public:
   BackendFunction(TVMBackendPackedCFunc f, ObjectPtr<ModuleObj> owner)
-      : FunctionObj(Invoke), f_(f), owner_(std::move(owner)) {}
+      : FunctionObj(Invoke, CallIntoSlot), f_(f), owner_(std::move(owner)) {}
 
  private:
+  /*!
+   * \brief The C entry (TVMFuncCall, so every graph executor and VM kernel call): the kernel
+   *  writes the caller's slot itself, as a TVMBackendPackedCFunc does; only a result other than
+   *  None or a plain value goes through a RetValue, as in Invoke.
+   */
+  static int CallIntoSlot(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                          TVMValue* ret_val, int* ret_type_code) {
+    auto* me = static_cast<const BackendFunction*>(self);
+    ret_val->v_handle = nullptr;
+    *ret_type_code = kTVMNullptr;
+    int rc = me->f_(values, codes, n, ret_val, ret_type_code, nullptr);
+    if (__builtin_expect(rc != 0, 0)) return CalleeFailedToC(rc);
+    if (__builtin_expect(*ret_type_code == kTVMNullptr, 1)) {
+      ret_val->v_handle = nullptr;  // kernels return nothing
+      return 0;
+    }
+    if (IsReadyCCode(*ret_type_code)) return 0;
+    return BackendResultToC(ret_val, ret_type_code);
+  }
   static void Invoke(const FunctionObj* self, TVMValue* values, int* codes, int n, RetValue* rv) {
     auto* me = static_cast<const BackendFunction*>(self);
     TVMValue ret_value;

@@ -7,7 +7,9 @@
 #ifndef POLYFFI_POLYFFI_HPP_
 #define POLYFFI_POLYFFI_HPP_
 
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -127,6 +130,56 @@ class ObjectRef {
 
 class Function;
 
+namespace detail {
+
+/*!
+ * \brief Whether a result code is one a classic call hands back as it is and owns nothing:
+ *  int, float, opaque handle, None, device, DLTensor view, bool. Everything else (kDLUInt and
+ *  kTVMDataType from a direct callee, strings, objects, refused codes) takes the slow path.
+ */
+constexpr bool IsReadyPlainCode(int code) {
+  constexpr uint32_t kReady = 1u << kTVMArgInt | 1u << kTVMArgFloat | 1u << kTVMOpaqueHandle |
+                              1u << kTVMNullptr | 1u << kDLDevice | 1u << kTVMDLTensorHandle |
+                              1u << kTVMArgBool;
+  return static_cast<unsigned>(code) < 32 && ((kReady >> code) & 1u) != 0;
+}
+
+/*!
+ * \brief Make what a direct callee wrote into the slot what TVMFuncCall returns for it: kDLUInt
+ *  reads as int, a dtype becomes its string (in the thread's return storage, as a classic call
+ *  gives it); an rvalue reference or an unknown code is refused with TypeError (the slot left
+ *  None: such a slot owns nothing). Other codes are left as they are.
+ */
+[[gnu::noinline, gnu::cold]] inline void NormalizeDirectResult(TVMValue* v, int* code) {
+  int c = *code;
+  if (c == kDLUInt) {
+    *code = kTVMArgInt;
+  } else if (c == kTVMDataType) {
+    DLDataType t = v->v_type;
+    char buf[48];
+    if (PolyffiDataTypeToString(t, buf, sizeof(buf)) != 0) {
+      v->v_handle = nullptr;
+      *code = kTVMNullptr;
+      throw Error("ValueError", "dtype (code " + std::to_string(t.code) + ", bits " +
+                                    std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) +
+                                    ") has no string form that would read back as itself");
+    }
+    v->v_handle = nullptr;
+    *code = kTVMNullptr;
+    CheckCall(TVMDirectReturnString(buf, std::strlen(buf), 0, v, code));
+  } else if (c == kTVMObjectRValueRefArg || c < 0 || c > kTVMArgBool) {
+    v->v_handle = nullptr;
+    *code = kTVMNullptr;
+    throw Error("TypeError", c == kTVMObjectRValueRefArg
+                                 ? std::string("callback returned an unsupported value: an "
+                                               "rvalue reference argument")
+                                 : "callback returned an unsupported value: unknown type code " +
+                                       std::to_string(c));
+  }
+}
+
+}  // namespace detail
+
 /*!
  * \brief An owned value returned by a call: numbers, strings (copied out of thread-local
  *  storage at once), and object references.
@@ -160,7 +213,7 @@ class Any {
   }
   ~Any() { Reset(); }
 
-  /*! \brief Take a value that TVMFuncCall just returned. */
+  /*! \brief Take a value that TVMFuncCall (or a direct callee) just returned. */
   static Any FromReturn(TVMValue v, int code) {
     Any a;
     a.FillFromReturn(v, code);
@@ -207,6 +260,13 @@ class Any {
 
  private:
   friend class Function;
+  /*! \brief A plain value that needs nothing more (detail::IsReadyPlainCode). */
+  Any(TVMValue v, int code) noexcept : value_(v), code_(code) {}
+  [[gnu::noinline]] static Any FromOther(TVMValue v, int code) {
+    Any a;
+    a.FillOther(v, code);
+    return a;
+  }
   static constexpr uint32_t Bit(int code) { return 1u << code; }
   /*! \brief Codes 8-13 (objects, strings, bytes, NDArrays) own something; all else is plain. */
   static constexpr bool OwnsStorage(int code) {
@@ -217,16 +277,27 @@ class Any {
   }
   static bool IsStrCode(int code) { return code == kTVMStr || code == kTVMBytes; }
 
-  /*! \brief Fill an empty Any (code None) from a call's return; plain values take one branch. */
+  /*!
+   * \brief Fill an empty Any (code None) from a call's return, as TVMFuncCall or a direct
+   *  callee wrote it; plain values take one branch.
+   */
   void FillFromReturn(TVMValue v, int code) {
-    if (__builtin_expect(!OwnsStorage(code), 1)) {
+    if (__builtin_expect(detail::IsReadyPlainCode(code), 1)) {
       value_ = v;
       code_ = code;
       return;
     }
-    FillOwned(v, code);
+    FillOther(v, code);
   }
-  void FillOwned(TVMValue v, int code) {
+  [[gnu::noinline]] void FillOther(TVMValue v, int code) {
+    if (!OwnsStorage(code)) {
+      detail::NormalizeDirectResult(&v, &code);  // uint, dtype; throws for refused codes
+      if (!OwnsStorage(code)) {
+        value_ = v;
+        code_ = code;
+        return;
+      }
+    }
     if (code == kTVMStr) {
       new (&str_) std::string(v.v_str);
     } else if (code == kTVMBytes) {
@@ -302,10 +373,34 @@ inline void Pack(TVMValue* v, int* c, const Function& f);
 
 }  // namespace detail
 
-/*! \brief An owned function handle; calling it packs C++ values into TVMValues. */
+class AnyView;
+
+/*!
+ * \brief An owned function handle; calling it packs C++ values into TVMValues.
+ *
+ *  A Function asks the runtime once, when it takes its reference, for the handle's direct entry
+ *  (TVMFuncGetDirect) and calls that entry inline: one indirect call, no exported entry point
+ *  and no validation of a handle it already holds. An empty Function (or a handle the runtime
+ *  has no direct entry for) goes through TVMFuncCall, which reports the error.
+ */
 class Function : public ObjectRef {
  public:
   Function() = default;
+  Function(const Function&) = default;
+  Function& operator=(const Function&) = default;
+  /*! \brief A moved-from Function is empty: its calls go to TVMFuncCall's typed error. */
+  Function(Function&& o) noexcept
+      : ObjectRef(std::move(o)),
+        direct_(std::exchange(o.direct_, &CallChecked)),
+        resource_(std::exchange(o.resource_, nullptr)) {}
+  Function& operator=(Function&& o) noexcept {
+    if (this != &o) {
+      ObjectRef::operator=(std::move(o));
+      direct_ = std::exchange(o.direct_, &CallChecked);
+      resource_ = std::exchange(o.resource_, nullptr);
+    }
+    return *this;
+  }
   static Function Adopt(TVMFunctionHandle h) { return Function(h); }
   static Function Borrow(TVMFunctionHandle h) {
     TVMObjectRetain(h);
@@ -331,20 +426,150 @@ class Function : public ObjectRef {
     size_t i = 0;
     (void)i;
     ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
+    if constexpr (n == 0) return CallPacked(nullptr, nullptr, 0);  // no arrays to read
     return CallPacked(values, codes, static_cast<int>(n));
   }
+  /*!
+   * \brief Call and return a view: strings and bytes are NOT copied but borrowed from the
+   *  runtime's per-thread return storage. See AnyView for the lifetime rule.
+   */
+  template <typename... Args>
+  AnyView CallView(Args&&... args) const;
+
   Any CallPacked(TVMValue* values, int* codes, int n) const {
     TVMValue rv;
     int rc = kTVMNullptr;
-    CheckCall(TVMFuncCall(handle_, values, codes, n, &rv, &rc));
-    Any result;  // filled in place: no copy or move of the returned value
-    result.FillFromReturn(rv, rc);
-    return result;
+    CallUnnormalized(values, codes, n, &rv, &rc);
+    // Built in the caller's object (a prvalue): a plain result is two stores, nothing else.
+    if (__builtin_expect(detail::IsReadyPlainCode(rc), 1)) return Any(rv, rc);
+    return Any::FromOther(rv, rc);
+  }
+  /*!
+   * \brief The raw call: on success *rv / *rc hold the result as TVMFuncCall returns it (an
+   *  object code carries one reference for the caller); throws on failure.
+   */
+  void CallRaw(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
+    CallUnnormalized(values, codes, n, rv, rc);
+    // An int (the usual result) first: one compare, which a caller's own test of the code
+    // then shares.
+    if (__builtin_expect(*rc != kTVMArgInt && !detail::IsReadyPlainCode(*rc), 0)) {
+      detail::NormalizeDirectResult(rv, rc);
+    }
   }
 
  private:
-  explicit Function(void* h) : ObjectRef(h) {}
+  explicit Function(void* h) : ObjectRef(h) {
+    // Not a function (or the runtime refuses): keep the checked TVMFuncCall path, which turns
+    // the handle's problem into a typed error at call time.
+    if (h != nullptr && TVMFuncGetDirect(h, &direct_, &resource_) != 0) {
+      direct_ = &CallChecked;
+      resource_ = h;
+    }
+  }
+  /*! \brief The entry of an empty Function or a handle without a pair: TVMFuncCall, checked. */
+  static int CallChecked(void* handle, const TVMValue* values, const int* codes, int n,
+                         TVMValue* rv, int* rc) {
+    return TVMFuncCall(handle, const_cast<TVMValue*>(values), const_cast<int*>(codes), n, rv, rc);
+  }
+  /*!
+   * \brief The call, with the result as the callee wrote it: a direct callee's kDLUInt or
+   *  kTVMDataType is not yet made what TVMFuncCall returns (Any and AnyView do that on their
+   *  slow path, CallRaw right after).
+   */
+  void CallUnnormalized(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
+    rv->v_handle = nullptr;
+    *rc = kTVMNullptr;
+    CheckCall(direct_(resource_, values, codes, n, rv, rc));  // never NULL: see CallChecked
+  }
+  // Valid while this Function holds its reference; copied with it, taken by a move.
+  TVMDirectCFunc direct_ = &CallChecked;
+  void* resource_ = nullptr;
 };
+
+/*!
+ * \brief A call's result that borrows strings instead of copying them (Function::CallView).
+ *
+ *  Lifetime rule: the characters behind as_str_view() live in the calling thread's return
+ *  storage and stay valid until that thread's next call into the runtime (any TVM* function,
+ *  including another call through polyffi.hpp). Copy them (std::string(view.as_str_view()))
+ *  before making another call if you need them longer. Plain values and objects have no such
+ *  limit: an object result is an owned reference, exactly as in Any.
+ */
+class AnyView {
+ public:
+  AnyView(const AnyView&) = delete;
+  AnyView& operator=(const AnyView&) = delete;
+  AnyView(AnyView&& o) noexcept : value_(o.value_), code_(o.code_), obj_(std::move(o.obj_)) {}
+  int type_code() const { return code_; }
+  bool is_none() const { return code_ == kTVMNullptr; }
+  int64_t as_int() const {
+    if (code_ != kTVMArgInt && code_ != kDLUInt && code_ != kTVMArgBool) Mismatch("int");
+    return value_.v_int64;
+  }
+  double as_float() const {
+    if (code_ == kTVMArgFloat) return value_.v_float64;
+    if (code_ == kTVMArgInt || code_ == kTVMArgBool) return static_cast<double>(value_.v_int64);
+    Mismatch("float");
+  }
+  /*! \brief A string or bytes result, borrowed: valid until this thread's next runtime call. */
+  std::string_view as_str_view() const {
+    if (code_ == kTVMStr) return std::string_view(value_.v_str);
+    if (code_ == kTVMBytes) {
+      auto* b = static_cast<const TVMByteArray*>(value_.v_handle);
+      return std::string_view(b->data, b->size);
+    }
+    Mismatch("str");
+  }
+  const ObjectRef& as_object() const {
+    if (!Any::IsObjectCode(code_)) Mismatch("Object");
+    return obj_;
+  }
+  /*! \brief The raw value (for strings: the borrowed pointer). */
+  TVMValue raw() const { return value_; }
+
+ private:
+  friend class Function;
+  /*! \brief From a call's result as the callee wrote it (Function::CallUnnormalized). */
+  AnyView(TVMValue v, int code) : value_(v), code_(code) {
+    if (__builtin_expect(!detail::IsReadyPlainCode(code), 0)) FillOther();
+  }
+  [[gnu::noinline]] void FillOther() {
+    // A direct callee's uint or dtype: as TVMFuncCall returns it (the dtype's string borrowed
+    // from the return storage, as any string result here).
+    if (!Any::IsObjectCode(code_) && code_ != kTVMStr && code_ != kTVMBytes) {
+      detail::NormalizeDirectResult(&value_, &code_);
+    }
+    if (Any::IsObjectCode(code_)) {
+      // Take the reference in the same form as Any (an NDArray by its object handle).
+      Any owned = Any::FromReturn(value_, code_);
+      obj_ = owned.as_object();
+    }
+  }
+  [[noreturn]] void Mismatch(const char* want) const {
+    throw Error("TypeError", std::string("expected ") + want + " but got " + TypeCodeName(code_));
+  }
+  TVMValue value_;
+  int code_;
+  ObjectRef obj_;
+};
+
+template <typename... Args>
+AnyView Function::CallView(Args&&... args) const {
+  constexpr size_t n = sizeof...(Args);
+  TVMValue values[n > 0 ? n : 1];
+  int codes[n > 0 ? n : 1];
+  size_t i = 0;
+  (void)i;
+  ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
+  TVMValue rv;
+  int rc;
+  if constexpr (n == 0) {
+    CallUnnormalized(nullptr, nullptr, 0, &rv, &rc);  // no arrays to read
+  } else {
+    CallUnnormalized(values, codes, static_cast<int>(n), &rv, &rc);
+  }
+  return AnyView(rv, rc);
+}
 
 inline void detail::Pack(TVMValue* v, int* c, const Function& f) {
   v->v_handle = f.get(), *c = kTVMPackedFuncHandle;
@@ -544,11 +769,48 @@ T ArgValue::as() const {
 
 // ---- Return values -----------------------------------------------------------------------------
 
-/*! \brief The return slot of a packed call (wraps TVMRetValueHandle). */
+/*!
+ * \brief The return slot of a packed call.
+ *
+ *  Either a classic TVMRetValueHandle (results go through TVMCFuncSetReturn) or, inside a
+ *  function made by this header, the caller's own slot of the direct protocol
+ *  (polyffi/c_direct_api.h): plain values are stored there directly, strings and bytes are
+ *  copied into the thread's return storage (TVMDirectReturnString), objects are retained (or
+ *  moved out of an rvalue-ref argument) so the slot holds one reference for the caller. Setting
+ *  again replaces, and releases, what was there. The semantics are TVMCFuncSetReturn's.
+ *
+ *  One rule is particular to the direct slot: a string result lives in the thread's return
+ *  storage, so set it after the body's last call into the runtime (a later call that itself
+ *  returns a string reuses that storage).
+ */
 class RetValue {
  public:
   explicit RetValue(TVMRetValueHandle h) : handle_(h) {}
-  void SetRaw(TVMValue v, int code) { CheckCall(TVMCFuncSetReturn(handle_, &v, &code, 1)); }
+  /*! \brief The caller's slot of a direct call; it must hold None (as the caller pre-sets it). */
+  RetValue(TVMValue* slot, int* slot_code) : slot_(slot), slot_code_(slot_code) {}
+  void SetRaw(TVMValue v, int code) {
+    if (slot_ == nullptr) {
+      CheckCall(TVMCFuncSetReturn(handle_, &v, &code, 1));
+    } else if (__builtin_expect(IsPlain(code) && !slot_owns_, 1)) {
+      *slot_ = v;  // the usual case: a plain value into a slot that owns nothing
+      *slot_code_ = code;
+    } else {
+      SetDirectSlow(v, code);
+    }
+  }
+  /*! \brief Release whatever the direct slot owns and leave it None (failure paths). */
+  void ClearDirect() noexcept {
+    int code = *slot_code_;
+    void* h = slot_->v_handle;
+    slot_->v_handle = nullptr;
+    *slot_code_ = kTVMNullptr;
+    slot_owns_ = false;
+    if (code == kTVMNDArrayHandle) {
+      TVMArrayFree(static_cast<TVMArrayHandle>(h));
+    } else if (Any::IsObjectCode(code)) {
+      TVMObjectFree(h);
+    }
+  }
   void Set(std::nullptr_t) { SetRaw(TVMValue{}, kTVMNullptr); }
   void Set(bool x) { Raw(x ? 1 : 0, kTVMArgBool); }
   template <typename T,
@@ -617,6 +879,48 @@ class RetValue {
   void Set(ArgValue a) { SetRaw(a.raw(), a.type_code()); }
 
  private:
+  /*! \brief Codes a slot holds by value, owning nothing: numbers, handles, None, views. */
+  static constexpr bool IsPlain(int code) {
+    return static_cast<unsigned>(code) <= kTVMDLTensorHandle || code == kTVMArgBool;
+  }
+  [[gnu::noinline]] void SetDirectSlow(TVMValue v, int code) {
+    if (code < 0 || code > kTVMArgBool) {
+      throw Error("TypeError", "callback returned an unsupported value: unknown type code " +
+                                   std::to_string(code));
+    }
+    if (IsPlain(code)) {
+      ClearDirect();
+      *slot_ = v;
+      *slot_code_ = code;
+      return;
+    }
+    if (code == kTVMStr || code == kTVMBytes) {
+      const char* data;
+      size_t size;
+      if (code == kTVMStr) {
+        if (v.v_str == nullptr) throw Error("ValueError", "string value is NULL");
+        data = v.v_str;
+        size = std::strlen(v.v_str);
+      } else {
+        auto* b = static_cast<const TVMByteArray*>(v.v_handle);
+        if (b == nullptr || (b->data == nullptr && b->size != 0)) {
+          throw Error("ValueError", "bytes value is NULL");
+        }
+        data = b->data;
+        size = b->size;
+      }
+      ClearDirect();
+      CheckCall(TVMDirectReturnString(data, size, code == kTVMBytes ? 1 : 0, slot_, slot_code_));
+      return;
+    }
+    // Objects, NDArrays and rvalue refs: take the caller's reference first (so replacing a
+    // value by itself is safe), then release the old one.
+    CheckCall(TVMCbArgToReturn(&v, &code));
+    ClearDirect();
+    *slot_ = v;
+    *slot_code_ = code;
+    slot_owns_ = Any::IsObjectCode(code);
+  }
   static TVMValue ObjectValue(const Any& a) {
     TVMValue v;
     v.v_handle = a.as_object().get();
@@ -627,7 +931,12 @@ class RetValue {
     v.v_int64 = x;
     SetRaw(v, code);
   }
-  TVMRetValueHandle handle_;
+  TVMRetValueHandle handle_ = nullptr;
+  TVMValue* slot_ = nullptr;
+  int* slot_code_ = nullptr;
+  // Whether the direct slot holds an object reference. The caller hands the slot over holding
+  // None, so a body's first plain result is two stores and no load of the slot's code.
+  bool slot_owns_ = false;
 };
 
 template <typename T>
@@ -685,12 +994,24 @@ int GuardedCall(F&& body) {
   return -1;
 }
 
+/*!
+ * \brief The direct entry of a function made by this header: the body writes the caller's slot
+ *  through a direct RetValue. On failure the slot is emptied, so no reference is left in it.
+ */
 template <typename Body>
-int Trampoline(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* resource) {
-  return GuardedCall([&] {
-    RetValue rv(ret);
-    (*static_cast<Body*>(resource))(PackedArgs(args, codes, n), &rv);
+int DirectTrampoline(void* resource, const TVMValue* args, const int* codes, int n,
+                     TVMValue* ret_val, int* ret_code) {
+  // The protocol hands over a valid slot: no test for the classic (NULL slot) form.
+  if (ret_val == nullptr) __builtin_unreachable();
+  RetValue rv(ret_val, ret_code);
+  int status = GuardedCall([&] {
+    // The argument arrays are the caller's (TVMFuncCall's are not const); PackedArgs exposes
+    // them as the classic callback does.
+    (*static_cast<Body*>(resource))(
+        PackedArgs(const_cast<TVMValue*>(args), const_cast<int*>(codes), n), &rv);
   });
+  if (__builtin_expect(status != 0, 0)) rv.ClearDirect();
+  return status;
 }
 
 template <typename Body>
@@ -780,8 +1101,10 @@ template <typename Body>
 Function MakeFromBody(Body body) {
   auto* resource = new Body(std::move(body));
   TVMFunctionHandle h = nullptr;
-  // On failure the runtime runs the finalizer itself, so the resource never leaks.
-  CheckCall(TVMFuncCreateFromCFunc(detail::Trampoline<Body>, resource, detail::Deleter<Body>, &h));
+  // A direct function: the caller's slot is written in place (no TVMCFuncSetReturn, no
+  // staging). On failure the runtime runs the finalizer itself, so the resource never leaks.
+  CheckCall(
+      TVMFuncCreateDirect(detail::DirectTrampoline<Body>, resource, detail::Deleter<Body>, &h));
   return Function::Adopt(h);
 }
 

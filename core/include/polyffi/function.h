@@ -76,6 +76,25 @@ ObjectPtr<FunctionObj> MakeFunction(F body, std::string name = "<anonymous>") {
  */
 [[noreturn]] void ThrowCalleeError(int ret);
 
+/*! \brief ThrowCalleeError's error set as the last error: the C entry's -1 (or -2). */
+[[gnu::noinline, gnu::cold]] int CalleeFailedToC(int ret);
+
+/*!
+ * \brief A compiled library's function (TVMBackendPackedCFunc) wrote (ret_val, ret_type_code)
+ *  with a code other than a plain one a C caller takes as it is: make it what TVMFuncCall
+ *  returns for a classic callee (an object's reference handed over, strings copied into the
+ *  thread's return storage, an rvalue reference moved out, uint as int, a dtype as its string).
+ *  0, or -1 with the error set and the slot left None.
+ */
+[[gnu::noinline, gnu::cold]] int BackendResultToC(TVMValue* ret_val, int* ret_type_code);
+
+/*! \brief Plain codes a C caller receives as they are (a None's value is cleared separately). */
+inline bool IsReadyCCode(int code) {
+  constexpr unsigned kReady = 1u << kTVMArgInt | 1u << kTVMArgFloat | 1u << kTVMOpaqueHandle |
+                              1u << kDLDevice | 1u << kTVMDLTensorHandle | 1u << kTVMArgBool;
+  return static_cast<unsigned>(code) < 32 && ((kReady >> code) & 1u) != 0;
+}
+
 /*! \brief A function backed by a C callback (TVMFuncCreateFromCFunc). */
 class CFunction final : public FunctionObj {
  public:
@@ -129,19 +148,20 @@ class DirectFunction final : public FunctionObj {
 
 /*!
  * \brief Whether a code a direct callee wrote needs more than handing on as it is: kDLUInt
- *  (read as int), kTVMDataType (handed to C as its string), a refused code (a DLTensor view, an
- *  rvalue reference) or one out of range. One shift and test on the direct return path.
+ *  (read as int), kTVMDataType (handed to C as its string), a refused code (an rvalue reference)
+ *  or one out of range. A DLTensor view goes on as it is, as a classic callee's view does
+ *  (TVMCFuncSetReturn keeps it as a plain value). One shift and test on the direct return path.
  */
 inline bool DirectResultNeedsFixing(int code) {
-  constexpr unsigned kFix =
-      1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle | 1u << kTVMObjectRValueRefArg;
+  constexpr unsigned kFix = 1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMObjectRValueRefArg;
   return static_cast<unsigned>(code) > kTVMArgBool || ((kFix >> code) & 1u);
 }
 
 /*!
- * \brief Take what a direct callee wrote into rv: plain values copied, strings and bytes copied
- *  out of the thread's return storage, an object's reference adopted. A code that is not a
- *  result (DLTensor view, rvalue reference, unknown) throws TypeError, owning nothing.
+ * \brief Take what a direct callee wrote into rv: plain values (a DLTensor view among them, as
+ *  from a classic callee) copied, strings and bytes copied out of the thread's return storage,
+ *  an object's reference adopted. A code that is not a result (rvalue reference, unknown)
+ *  throws TypeError, owning nothing.
  */
 void AdoptDirectResult(TVMValue v, int code, RetValue* rv);
 
