@@ -566,7 +566,9 @@ impl Value {
     }
 
     /// Converts an owned result (`TVMFuncCall`'s out-values): objects are taken over, strings and
-    /// bytes (thread-local) are copied.
+    /// bytes (thread-local) are copied. A uint reads as an int and a dtype as its string form,
+    /// as `TVMFuncCall` hands them on (docs/abi-decisions.md), also when they arrive raw from a
+    /// direct callee's entry.
     ///
     /// # Safety
     /// `v` and `code` must be a result the runtime just handed out, owned by the caller.
@@ -581,7 +583,7 @@ impl Value {
                 let arr = &*(v.v_handle as *const sys::TVMByteArray);
                 Value::Bytes(bytes_of(arr).to_vec())
             }
-            DTYPE => Value::DataType(DataType::from_raw(v.v_type)),
+            DTYPE => dtype_result(v.v_type),
             DEVICE => Value::Device(Device::from_raw(v.v_device)),
             OPAQUE => match v.v_handle as usize {
                 0 => Value::Null,
@@ -616,11 +618,22 @@ impl Value {
     /// # Safety
     /// `v` and `code` must be an argument the runtime passed to a callback that is running.
     pub unsafe fn from_raw_borrowed(mut v: TVMValue, mut code: c_int) -> Result<Value> {
+        if code == DTYPE {
+            return Ok(Value::DataType(DataType::from_raw(v.v_type)));
+        }
         if matches!(code, OBJECT | MODULE | FUNC | NDARRAY | RVALUE_REF) {
             check_call(sys::TVMCbArgToReturn(&mut v, &mut code))?;
         }
         Value::from_raw_owned(v, code)
     }
+}
+
+/// A dtype result as the string `TVMFuncCall` would have made of it (a direct callee's entry
+/// hands the dtype on raw).
+#[cold]
+#[inline(never)]
+fn dtype_result(t: sys::DLDataType) -> Value {
+    Value::Str(DataType::from_raw(t).to_string())
 }
 
 fn string_value(bytes: &[u8]) -> Value {
@@ -1416,6 +1429,40 @@ mod tests {
     fn dtype_without_a_string_form_prints_as_the_c_bindings_do() {
         assert_eq!(DataType::new(45, 2, 8192).to_string(), "<dtype 45:2x8192>");
         assert_eq!(DataType::new(sys::kDLUInt as u8, 1, 1).to_string(), "bool");
+    }
+
+    #[test]
+    fn raw_results_read_as_tvm_func_call_hands_them_on() {
+        // A direct callee's entry hands kTVMDataType and kDLUInt on raw; results read as the
+        // string and the int TVMFuncCall makes of them, whatever the requested type.
+        let t = DataType::parse("int8x4").unwrap().to_raw();
+        let dtype = TVMValue { v_type: t };
+        // SAFETY: plain values, nothing owned.
+        unsafe {
+            assert_eq!(
+                Value::from_ret(dtype, DTYPE).unwrap(),
+                Value::Str("int8x4".into())
+            );
+            assert_eq!(String::from_ret(dtype, DTYPE).unwrap(), "int8x4");
+            assert_eq!(
+                DataTypeOrString::from_ret(dtype, DTYPE).unwrap().0,
+                DataType::from_raw(t)
+            );
+            let err = DataType::from_ret(dtype, DTYPE).unwrap_err();
+            assert_eq!(err.message(), "expected dtype but got str");
+            let mut out = String::from("stale");
+            string_into(dtype, DTYPE, &mut out).unwrap();
+            assert_eq!(out, "int8x4");
+            let big = TVMValue { v_int64: -5 };
+            assert_eq!(Value::from_ret(big, UINT).unwrap(), Value::Int(-5));
+            assert_eq!(i64::from_ret(big, UINT).unwrap(), -5);
+            assert_eq!(f64::from_ret(big, UINT).unwrap(), -5.0);
+            // A callback's dtype argument stays a dtype.
+            assert_eq!(
+                Value::from_raw_borrowed(dtype, DTYPE).unwrap(),
+                Value::DataType(DataType::from_raw(t))
+            );
+        }
     }
 
     #[test]
