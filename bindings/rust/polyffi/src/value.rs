@@ -844,6 +844,23 @@ pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
     }
 }
 
+/// Whether a short string holds a NUL byte, eight bytes at a time inline (a call to `memchr`
+/// costs more than the whole scan of a short argument).
+#[inline(always)]
+fn has_nul_short(s: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.chunks_exact(8);
+    let mut found = 0u64;
+    for w in words.by_ref() {
+        let x = u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+        // Sets a high bit exactly when some byte of x is zero (no false positives in the
+        // lowest zero byte; any set bit means at least one zero byte).
+        found |= x.wrapping_sub(LOW) & !x & HIGH;
+    }
+    found != 0 || words.remainder().contains(&0)
+}
+
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
@@ -857,10 +874,10 @@ pub enum StrHolder {
 impl StrHolder {
     #[inline]
     fn new(s: &[u8]) -> Result<StrHolder> {
-        if s.contains(&0) {
-            return Self::with_nul(s);
-        }
         if s.len() < 64 {
+            if has_nul_short(s) {
+                return Self::with_nul(s);
+            }
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
             // SAFETY: s.len() + 1 <= 64 bytes written; only those are read (a C string).
             unsafe {
@@ -869,6 +886,9 @@ impl StrHolder {
             }
             Ok(StrHolder::Inline { buf })
         } else {
+            if s.contains(&0) {
+                return Self::with_nul(s);
+            }
             // SAFETY: checked above that s holds no NUL.
             Ok(StrHolder::Heap(unsafe {
                 CString::from_vec_unchecked(s.to_vec())
@@ -1462,6 +1482,22 @@ mod tests {
                 Value::from_raw_borrowed(dtype, DTYPE).unwrap(),
                 Value::DataType(DataType::from_raw(t))
             );
+        }
+    }
+
+    #[test]
+    fn short_strings_find_every_nul() {
+        for len in 0..64 {
+            let clean: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(!has_nul_short(&clean), "len {len}");
+            // Bytes above 0x80 and 0x01 neighbours must not look like NUL.
+            let high: Vec<u8> = (0..len).map(|i| [0x80, 0x01, 0xff][i % 3]).collect();
+            assert!(!has_nul_short(&high), "len {len}");
+            for at in 0..len {
+                let mut s = clean.clone();
+                s[at] = 0;
+                assert!(has_nul_short(&s), "len {len} NUL at {at}");
+            }
         }
     }
 
