@@ -13,39 +13,11 @@ use polyffi_sys as sys;
 use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
-use crate::function::Function;
-use crate::ndarray::NDArray;
-use crate::registry::Module;
-
-// Type codes as c_int, the type TVMFuncCall takes them in.
-pub(crate) const INT: c_int = sys::kTVMArgInt as c_int;
-pub(crate) const UINT: c_int = sys::kDLUInt as c_int;
-pub(crate) const FLOAT: c_int = sys::kTVMArgFloat as c_int;
-pub(crate) const OPAQUE: c_int = sys::kTVMOpaqueHandle as c_int;
-pub(crate) const NULL: c_int = sys::kTVMNullptr as c_int;
-pub(crate) const DTYPE: c_int = sys::kTVMDataType as c_int;
-pub(crate) const DEVICE: c_int = sys::kDLDevice as c_int;
-pub(crate) const DLTENSOR: c_int = sys::kTVMDLTensorHandle as c_int;
-pub(crate) const OBJECT: c_int = sys::kTVMObjectHandle as c_int;
-pub(crate) const MODULE: c_int = sys::kTVMModuleHandle as c_int;
-pub(crate) const FUNC: c_int = sys::kTVMPackedFuncHandle as c_int;
-pub(crate) const STR: c_int = sys::kTVMStr as c_int;
-pub(crate) const BYTES: c_int = sys::kTVMBytes as c_int;
-pub(crate) const NDARRAY: c_int = sys::kTVMNDArrayHandle as c_int;
-pub(crate) const RVALUE_REF: c_int = sys::kTVMObjectRValueRefArg as c_int;
-pub(crate) const BOOL: c_int = sys::kTVMArgBool as c_int;
-
-/// A core global function looked up once per process (e.g. `runtime.ArraySize`).
-macro_rules! core_global {
-    ($name:literal) => {{
-        static F: std::sync::OnceLock<$crate::function::Function> = std::sync::OnceLock::new();
-        match F.get() {
-            Some(f) => Ok(f),
-            None => $crate::function::Function::global($name).map(|f| F.get_or_init(|| f)),
-        }
-    }};
-}
-pub(crate) use core_global;
+pub(crate) use crate::handle::{
+    core_global, BOOL, BYTES, DEVICE, DLTENSOR, DTYPE, FLOAT, FUNC, INT, MODULE, NDARRAY, NULL,
+    OBJECT, OPAQUE, RVALUE_REF, STR, UINT,
+};
+use crate::handle::{Function, Module, NDArray};
 
 /// The name error messages give a type code (`int`, `float`, `NDArray`, ...): the core's
 /// (`polyffi.TypeCodeName`, looked up once), so a mismatch reads as in every other binding.
@@ -922,33 +894,6 @@ impl StrHolder {
     }
 }
 
-/// Runs `f` on a NUL-terminated copy of `s`: on the stack for short strings (names of globals
-/// and functions), on the heap for long ones. A NUL inside `s` is a ValueError.
-#[inline]
-pub(crate) fn with_c_str<R>(
-    s: &str,
-    f: impl FnOnce(*const std::os::raw::c_char) -> R,
-) -> Result<R> {
-    let bytes = s.as_bytes();
-    if let Some(i) = bytes.iter().position(|&b| b == 0) {
-        return Err(Error::value_error(format!(
-            "string contains a NUL byte at {i}"
-        )));
-    }
-    if bytes.len() < 128 {
-        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 128];
-        // SAFETY: len + 1 <= 128 bytes written, then read as one C string.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len());
-            buf[bytes.len()].write(0);
-        }
-        Ok(f(buf.as_ptr() as *const _))
-    } else {
-        let c = CString::new(bytes)?;
-        Ok(f(c.as_ptr()))
-    }
-}
-
 /// Temporary storage a [`Value`] argument needs while the call runs.
 pub enum ValueHolder {
     None,
@@ -1288,6 +1233,93 @@ fn with_packed_slice_held<R>(
             args.iter().zip(&holders).map(|(a, h)| a.raw(h)).unzip();
         Ok(f(&mut values, &mut codes))
     }
+}
+
+// ---- Calls ------------------------------------------------------------------------------------
+
+/// Calling a [`Function`] with values: arguments packed by [`IntoArgs`] (or from a slice of
+/// [`Value`]s), the result read by [`FromRet`]. They live beside the conversions because the
+/// conversions themselves call core functions (`runtime.StringBytes`, `runtime.Array`, ...).
+impl Function {
+    /// Calls with a slice of values (up to 8 arguments are packed on the stack).
+    #[inline]
+    pub fn call(&self, args: &[Value]) -> Result<Value> {
+        with_packed_slice(args, |values, codes| {
+            self.call_raw_typed::<Value>(values, codes)
+        })?
+    }
+
+    /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values
+    /// implementing [`ToArg`](crate::ToArg), packed on the stack; scalar arguments and scalar
+    /// results never allocate.
+    #[inline]
+    pub fn invoke<R: FromRet>(&self, args: impl IntoArgs) -> Result<R> {
+        args.with_packed(|values, codes| self.call_raw_typed::<R>(values, codes))?
+    }
+
+    /// Calls with already packed values.
+    pub fn call_raw(&self, values: &mut [TVMValue], codes: &mut [c_int]) -> Result<Value> {
+        self.call_raw_typed::<Value>(values, codes)
+    }
+
+    /// Typed call with a string result written into `out` (cleared first), reusing its buffer:
+    /// once `out` has the capacity, a call with short string arguments allocates nothing.
+    /// A result that is not a string is a TypeError and leaves `out` empty.
+    #[inline]
+    pub fn invoke_into_string(&self, args: impl IntoArgs, out: &mut String) -> Result<()> {
+        out.clear();
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { crate::value::string_into(ret, code, out) }
+        })?
+    }
+
+    #[inline(always)]
+    fn call_raw_typed<R: FromRet>(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<R> {
+        let (ret, ret_code) = self.call_packed_raw(values, codes)?;
+        // SAFETY: ret is the owned result of the call just made.
+        unsafe { R::from_ret(ret, ret_code) }
+    }
+
+    /// The call itself: the raw owned result, or the runtime's error.
+    #[inline(always)]
+    fn call_packed_raw(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<(TVMValue, c_int)> {
+        let n =
+            c_int::try_from(values.len()).map_err(|_| Error::value_error("too many arguments"))?;
+        let mut ret = TVMValue {
+            v_handle: std::ptr::null_mut(),
+        };
+        let mut ret_code: c_int = NULL;
+        // SAFETY: values/codes hold n arguments packed by this crate, alive during the call.
+        let status = unsafe { self.call_slot(values, codes, n, &mut ret, &mut ret_code) };
+        check_call(status)?;
+        // A direct callee's slot arrives as written: an rvalue reference is not a result
+        // (TVMFuncCall refuses it too; it owns nothing, so nothing is released). A borrowed
+        // tensor view is taken as TVMFuncCall hands it on from classic callees (testing.echo of
+        // a view): its descriptor is copied at once, its data stays the caller's.
+        if ret_code == RVALUE_REF {
+            return Err(refused_result(ret_code));
+        }
+        Ok((ret, ret_code))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refused_result(code: c_int) -> Error {
+    Error::type_error(format!(
+        "callee returned an unsupported value ({}); a function result must own what it holds",
+        type_code_name(code)
+    ))
 }
 
 // ---- Results ----------------------------------------------------------------------------------
