@@ -1173,11 +1173,12 @@ tuple_args!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 /// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond. Values that
 /// need no holder (scalars, objects) are packed in one pass without initialising the unused
-/// slots; a string, bytes or shape argument takes the general path.
+/// slots; a string, bytes or shape argument takes the general path. `f`'s own `Result` is
+/// the result (no nested `Result` to move and flatten on the call path).
 #[inline]
 pub(crate) fn with_packed_slice<R>(
     args: &[Value],
-    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
 ) -> Result<R> {
     const N: usize = 8;
     let n = args.len();
@@ -1200,7 +1201,7 @@ pub(crate) fn with_packed_slice<R>(
                 std::slice::from_raw_parts_mut(codes.as_mut_ptr() as *mut c_int, n),
             )
         };
-        return Ok(f(values, codes));
+        return f(values, codes);
     }
     with_packed_slice_held(args, f)
 }
@@ -1210,7 +1211,7 @@ pub(crate) fn with_packed_slice<R>(
 #[inline(never)]
 fn with_packed_slice_held<R>(
     args: &[Value],
-    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
 ) -> Result<R> {
     const N: usize = 8;
     if args.len() <= N {
@@ -1223,7 +1224,7 @@ fn with_packed_slice_held<R>(
         for (i, a) in args.iter().enumerate() {
             (values[i], codes[i]) = a.raw(&holders[i]);
         }
-        Ok(f(&mut values[..args.len()], &mut codes[..args.len()]))
+        f(&mut values[..args.len()], &mut codes[..args.len()])
     } else {
         let holders = args
             .iter()
@@ -1231,7 +1232,7 @@ fn with_packed_slice_held<R>(
             .collect::<Result<Vec<_>>>()?;
         let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
             args.iter().zip(&holders).map(|(a, h)| a.raw(h)).unzip();
-        Ok(f(&mut values, &mut codes))
+        f(&mut values, &mut codes)
     }
 }
 
@@ -1246,7 +1247,7 @@ impl Function {
     pub fn call(&self, args: &[Value]) -> Result<Value> {
         with_packed_slice(args, |values, codes| {
             self.call_raw_typed::<Value>(values, codes)
-        })?
+        })
     }
 
     /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values
