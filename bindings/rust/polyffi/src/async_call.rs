@@ -126,7 +126,7 @@ impl Function {
                 let n = c_int::try_from(values.len()).unwrap_or(c_int::MAX);
                 // SAFETY: packed arguments valid for the submit; the core copies or retains them
                 // (borrowed views point into `kept`, alive until on_done drops it).
-                unsafe {
+                Ok(unsafe {
                     sys::TVMAsyncSubmit(
                         self.as_raw(),
                         values.as_mut_ptr(),
@@ -136,7 +136,7 @@ impl Function {
                         resource,
                         &mut call,
                     )
-                }
+                })
             })
         };
         let status = match status {

@@ -17,7 +17,7 @@ use polyffi_sys as sys;
 use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
-use crate::function::Function;
+use crate::handle::Function;
 use crate::value::Value;
 
 /// The caller's result slot a direct function writes into (kTVMNullptr on entry).

@@ -26,6 +26,7 @@ pub mod callback;
 pub mod errors;
 pub mod function;
 pub mod graph;
+mod handle;
 pub mod library;
 pub mod lm;
 pub mod ndarray;

@@ -9,7 +9,8 @@ use std::ptr::NonNull;
 use polyffi_sys as sys;
 
 use crate::errors::{check_call, Error, Result};
-use crate::value::{core_global, DataType, Device, Value, DLTENSOR, NDARRAY};
+pub use crate::handle::NDArray;
+use crate::value::{DataType, Device};
 
 /// Element types with a DLPack dtype.
 ///
@@ -33,101 +34,10 @@ element! {
     u8 => sys::kDLUInt, 8; u16 => sys::kDLUInt, 16; u32 => sys::kDLUInt, 32; u64 => sys::kDLUInt, 64;
 }
 
-/// An n-dimensional array. Owned arrays (made here or returned by calls) are reference counted
-/// by the runtime (Clone = retain, Drop = free). Borrowed views (a `DLTensor*` a callee returned
-/// or a callback received) are valid only while their producer keeps them alive.
-pub struct NDArray {
-    handle: NonNull<sys::DLTensor>,
-    owned: bool,
-    /// For borrowed views: our own copy of the descriptor (the producer's DLTensor struct may
-    /// be a temporary); `handle` points into it. Only the data stays borrowed.
-    _view: Option<Box<ViewDesc>>,
-}
-
-struct ViewDesc {
-    tensor: sys::DLTensor,
-    _shape: Vec<i64>,
-    _strides: Option<Vec<i64>>,
-}
-
-// SAFETY: the runtime's arrays are reference counted atomically; element access goes through
-// &self / &mut self, so Rust's borrow rules govern data races on the memory.
-unsafe impl Send for NDArray {}
-unsafe impl Sync for NDArray {}
-
 impl NDArray {
-    /// Takes over an owned array handle (`kTVMNDArrayHandle`).
-    ///
-    /// # Safety
-    /// `handle` must be an owned NDArray reference.
-    pub unsafe fn from_raw(handle: NonNull<sys::DLTensor>) -> Self {
-        NDArray {
-            handle,
-            owned: true,
-            _view: None,
-        }
-    }
-
-    /// Wraps a borrowed `DLTensor*` without taking ownership.
-    ///
-    /// # Safety
-    /// The tensor must stay valid as long as the NDArray (and its clones) are used.
-    pub unsafe fn from_borrowed(handle: NonNull<sys::DLTensor>) -> Self {
-        let t = handle.as_ref();
-        let ndim = usize::try_from(t.ndim).unwrap_or(0);
-        let copy = |p: *const i64| {
-            if p.is_null() || ndim == 0 {
-                None
-            } else {
-                Some(std::slice::from_raw_parts(p, ndim).to_vec())
-            }
-        };
-        let mut shape = copy(t.shape).unwrap_or_default();
-        let mut strides = copy(t.strides);
-        let mut tensor = *t;
-        tensor.ndim = shape.len() as c_int;
-        tensor.shape = if shape.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            shape.as_mut_ptr()
-        };
-        tensor.strides = strides
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
-        let mut desc = Box::new(ViewDesc {
-            tensor,
-            _shape: shape,
-            _strides: strides,
-        });
-        let handle = NonNull::from(&mut desc.tensor);
-        NDArray {
-            handle,
-            owned: false,
-            _view: Some(desc),
-        }
-    }
-
-    /// The `DLTensor*`, still owned by `self`.
-    pub fn as_raw(&self) -> *mut sys::DLTensor {
-        self.handle.as_ptr()
-    }
-
-    /// Whether the runtime owns this array (false: a borrowed view).
-    pub fn is_owned(&self) -> bool {
-        self.owned
-    }
-
-    pub(crate) fn type_code(&self) -> c_int {
-        if self.owned {
-            NDARRAY
-        } else {
-            DLTENSOR
-        }
-    }
-
     fn tensor(&self) -> &sys::DLTensor {
         // SAFETY: the handle is live for as long as self.
-        unsafe { self.handle.as_ref() }
+        unsafe { &*self.as_raw() }
     }
 
     /// A new CPU array (64-byte aligned). Its contents are unspecified until written.
@@ -149,11 +59,8 @@ impl NDArray {
             )
         })?;
         NonNull::new(out)
-            .map(|h| NDArray {
-                handle: h,
-                owned: true,
-                _view: None,
-            })
+            // SAFETY: an owned array.
+            .map(|h| unsafe { NDArray::from_raw(h) })
             .ok_or_else(|| Error::new("InternalError", "TVMArrayAlloc returned NULL"))
     }
 
@@ -356,44 +263,6 @@ fn checked_count(shape: &[i64]) -> Result<usize> {
     })
 }
 
-impl Clone for NDArray {
-    fn clone(&self) -> Self {
-        if !self.owned {
-            // SAFETY: our own descriptor copy is valid; the data stays borrowed as before.
-            return unsafe { NDArray::from_borrowed(self.handle) };
-        }
-        // runtime.NDArrayObjectHandle gives the object around an owned array as a borrowed
-        // pointer; one more reference to it is released later through TVMArrayFree.
-        let object =
-            core_global!("runtime.NDArrayObjectHandle").and_then(|f| f.invoke::<Value>((self,)));
-        match object {
-            Ok(Value::OpaqueHandle(p)) => {
-                // SAFETY: p is the live object that owns this array.
-                unsafe { sys::TVMObjectRetain(p as *mut c_void) };
-                NDArray {
-                    handle: self.handle,
-                    owned: true,
-                    _view: None,
-                }
-            }
-            Ok(other) => panic!(
-                "polyffi: runtime.NDArrayObjectHandle gave {}",
-                other.type_name()
-            ),
-            Err(e) => panic!("polyffi: cannot retain an NDArray: {e}"),
-        }
-    }
-}
-
-impl Drop for NDArray {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: we own one reference.
-            unsafe { sys::TVMArrayFree(self.as_raw()) };
-        }
-    }
-}
-
 impl fmt::Debug for NDArray {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -402,7 +271,7 @@ impl fmt::Debug for NDArray {
             self.shape(),
             self.dtype(),
             self.device(),
-            if self.owned { "" } else { ", borrowed" }
+            if self.is_owned() { "" } else { ", borrowed" }
         )
     }
 }
@@ -410,6 +279,7 @@ impl fmt::Debug for NDArray {
 #[cfg(feature = "ndarray")]
 mod with_ndarray {
     use super::*;
+    use crate::handle::DLTENSOR;
     use crate::value::ToArg;
     use ndarray::{ArrayBase, ArrayViewD, ArrayViewMutD, Dimension, IxDyn, RawData};
     use polyffi_sys::TVMValue;

@@ -1,7 +1,6 @@
 //! The global registry and modules: register / list / remove globals, [`Module`] (loaded
 //! libraries, imports, entry functions), and the `import_api!` macro's lookup helper.
 use std::ffi::{c_void, CStr, CString};
-use std::fmt;
 use std::os::raw::{c_char, c_int};
 use std::path::Path;
 use std::ptr::NonNull;
@@ -11,7 +10,9 @@ use polyffi_sys as sys;
 
 use crate::errors::{check_call, Error, Result};
 use crate::function::Function;
-use crate::value::{core_global, with_c_str, Value};
+pub use crate::handle::Module;
+use crate::handle::{core_global, with_c_str};
+use crate::value::Value;
 
 /// Wraps `closure` as a function and registers it as the global `name` (a taken name is a
 /// ValueError). Returns the function.
@@ -61,29 +62,7 @@ pub fn cached_global<'a>(slot: &'a OnceLock<Function>, name: &str) -> Result<&'a
     Ok(slot.get_or_init(|| f))
 }
 
-/// A runtime module: a loaded shared library, a plugin's module, a graph executor, ...
-/// Clone = retain, Drop = free.
-pub struct Module {
-    handle: NonNull<c_void>,
-}
-
-// SAFETY: modules are reference-counted runtime objects usable from any thread.
-unsafe impl Send for Module {}
-unsafe impl Sync for Module {}
-
 impl Module {
-    /// Takes over an owned module handle.
-    ///
-    /// # Safety
-    /// `handle` must be an owned reference to a module object.
-    pub unsafe fn from_raw(handle: NonNull<c_void>) -> Self {
-        Module { handle }
-    }
-
-    pub fn as_raw(&self) -> *mut c_void {
-        self.handle.as_ptr()
-    }
-
     /// Loads a module from a file, the format taken from its suffix (`.so` loads a shared
     /// library, registering the globals of C++ plugins). A missing file is a ValueError; an
     /// unloadable one carries the loader's own message.
@@ -103,7 +82,8 @@ impl Module {
         // SAFETY: borrowed strings; out receives an owned handle.
         check_call(unsafe { sys::TVMModLoadFromFile(c_path.as_ptr(), c_fmt.as_ptr(), &mut out) })?;
         NonNull::new(out)
-            .map(|h| Module { handle: h })
+            // SAFETY: an owned module handle.
+            .map(|h| unsafe { Module::from_raw(h) })
             .ok_or_else(|| Error::new("InternalError", "TVMModLoadFromFile returned NULL"))
     }
 
@@ -144,28 +124,5 @@ impl Module {
         let n: i64 = core_global!("runtime.ModuleImportsSize")?.invoke((self,))?;
         let get = core_global!("runtime.ModuleGetImport")?;
         (0..n).map(|i| get.invoke::<Module>((self, i))).collect()
-    }
-}
-
-impl Clone for Module {
-    fn clone(&self) -> Self {
-        // SAFETY: a live module handle is an object handle.
-        unsafe { sys::TVMObjectRetain(self.as_raw()) };
-        Module {
-            handle: self.handle,
-        }
-    }
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference.
-        unsafe { sys::TVMModFree(self.as_raw()) };
-    }
-}
-
-impl fmt::Debug for Module {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Module({:p})", self.handle)
     }
 }

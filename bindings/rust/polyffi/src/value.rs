@@ -13,39 +13,11 @@ use polyffi_sys as sys;
 use sys::TVMValue;
 
 use crate::errors::{check_call, Error, Result};
-use crate::function::Function;
-use crate::ndarray::NDArray;
-use crate::registry::Module;
-
-// Type codes as c_int, the type TVMFuncCall takes them in.
-pub(crate) const INT: c_int = sys::kTVMArgInt as c_int;
-pub(crate) const UINT: c_int = sys::kDLUInt as c_int;
-pub(crate) const FLOAT: c_int = sys::kTVMArgFloat as c_int;
-pub(crate) const OPAQUE: c_int = sys::kTVMOpaqueHandle as c_int;
-pub(crate) const NULL: c_int = sys::kTVMNullptr as c_int;
-pub(crate) const DTYPE: c_int = sys::kTVMDataType as c_int;
-pub(crate) const DEVICE: c_int = sys::kDLDevice as c_int;
-pub(crate) const DLTENSOR: c_int = sys::kTVMDLTensorHandle as c_int;
-pub(crate) const OBJECT: c_int = sys::kTVMObjectHandle as c_int;
-pub(crate) const MODULE: c_int = sys::kTVMModuleHandle as c_int;
-pub(crate) const FUNC: c_int = sys::kTVMPackedFuncHandle as c_int;
-pub(crate) const STR: c_int = sys::kTVMStr as c_int;
-pub(crate) const BYTES: c_int = sys::kTVMBytes as c_int;
-pub(crate) const NDARRAY: c_int = sys::kTVMNDArrayHandle as c_int;
-pub(crate) const RVALUE_REF: c_int = sys::kTVMObjectRValueRefArg as c_int;
-pub(crate) const BOOL: c_int = sys::kTVMArgBool as c_int;
-
-/// A core global function looked up once per process (e.g. `runtime.ArraySize`).
-macro_rules! core_global {
-    ($name:literal) => {{
-        static F: std::sync::OnceLock<$crate::function::Function> = std::sync::OnceLock::new();
-        match F.get() {
-            Some(f) => Ok(f),
-            None => $crate::function::Function::global($name).map(|f| F.get_or_init(|| f)),
-        }
-    }};
-}
-pub(crate) use core_global;
+pub(crate) use crate::handle::{
+    core_global, BOOL, BYTES, DEVICE, DLTENSOR, DTYPE, FLOAT, FUNC, INT, MODULE, NDARRAY, NULL,
+    OBJECT, OPAQUE, RVALUE_REF, STR, UINT,
+};
+use crate::handle::{Function, Module, NDArray};
 
 /// The name error messages give a type code (`int`, `float`, `NDArray`, ...): the core's
 /// (`polyffi.TypeCodeName`, looked up once), so a mismatch reads as in every other binding.
@@ -566,7 +538,9 @@ impl Value {
     }
 
     /// Converts an owned result (`TVMFuncCall`'s out-values): objects are taken over, strings and
-    /// bytes (thread-local) are copied.
+    /// bytes (thread-local) are copied. A uint reads as an int and a dtype as its string form,
+    /// as `TVMFuncCall` hands them on (docs/abi-decisions.md), also when they arrive raw from a
+    /// direct callee's entry.
     ///
     /// # Safety
     /// `v` and `code` must be a result the runtime just handed out, owned by the caller.
@@ -581,7 +555,7 @@ impl Value {
                 let arr = &*(v.v_handle as *const sys::TVMByteArray);
                 Value::Bytes(bytes_of(arr).to_vec())
             }
-            DTYPE => Value::DataType(DataType::from_raw(v.v_type)),
+            DTYPE => dtype_result(v.v_type),
             DEVICE => Value::Device(Device::from_raw(v.v_device)),
             OPAQUE => match v.v_handle as usize {
                 0 => Value::Null,
@@ -616,11 +590,22 @@ impl Value {
     /// # Safety
     /// `v` and `code` must be an argument the runtime passed to a callback that is running.
     pub unsafe fn from_raw_borrowed(mut v: TVMValue, mut code: c_int) -> Result<Value> {
+        if code == DTYPE {
+            return Ok(Value::DataType(DataType::from_raw(v.v_type)));
+        }
         if matches!(code, OBJECT | MODULE | FUNC | NDARRAY | RVALUE_REF) {
             check_call(sys::TVMCbArgToReturn(&mut v, &mut code))?;
         }
         Value::from_raw_owned(v, code)
     }
+}
+
+/// A dtype result as the string `TVMFuncCall` would have made of it (a direct callee's entry
+/// hands the dtype on raw).
+#[cold]
+#[inline(never)]
+fn dtype_result(t: sys::DLDataType) -> Value {
+    Value::Str(DataType::from_raw(t).to_string())
 }
 
 fn string_value(bytes: &[u8]) -> Value {
@@ -831,6 +816,23 @@ pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
     }
 }
 
+/// Whether a short string holds a NUL byte, eight bytes at a time inline (a call to `memchr`
+/// costs more than the whole scan of a short argument).
+#[inline(always)]
+fn has_nul_short(s: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.chunks_exact(8);
+    let mut found = 0u64;
+    for w in words.by_ref() {
+        let x = u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+        // Sets a high bit exactly when some byte of x is zero (no false positives in the
+        // lowest zero byte; any set bit means at least one zero byte).
+        found |= x.wrapping_sub(LOW) & !x & HIGH;
+    }
+    found != 0 || words.remainder().contains(&0)
+}
+
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
 /// heap for long ones, or a `runtime.String` object when the string holds NUL bytes.
 pub enum StrHolder {
@@ -844,10 +846,10 @@ pub enum StrHolder {
 impl StrHolder {
     #[inline]
     fn new(s: &[u8]) -> Result<StrHolder> {
-        if s.contains(&0) {
-            return Self::with_nul(s);
-        }
         if s.len() < 64 {
+            if has_nul_short(s) {
+                return Self::with_nul(s);
+            }
             let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
             // SAFETY: s.len() + 1 <= 64 bytes written; only those are read (a C string).
             unsafe {
@@ -856,6 +858,9 @@ impl StrHolder {
             }
             Ok(StrHolder::Inline { buf })
         } else {
+            if s.contains(&0) {
+                return Self::with_nul(s);
+            }
             // SAFETY: checked above that s holds no NUL.
             Ok(StrHolder::Heap(unsafe {
                 CString::from_vec_unchecked(s.to_vec())
@@ -886,33 +891,6 @@ impl StrHolder {
                 OBJECT,
             ),
         }
-    }
-}
-
-/// Runs `f` on a NUL-terminated copy of `s`: on the stack for short strings (names of globals
-/// and functions), on the heap for long ones. A NUL inside `s` is a ValueError.
-#[inline]
-pub(crate) fn with_c_str<R>(
-    s: &str,
-    f: impl FnOnce(*const std::os::raw::c_char) -> R,
-) -> Result<R> {
-    let bytes = s.as_bytes();
-    if let Some(i) = bytes.iter().position(|&b| b == 0) {
-        return Err(Error::value_error(format!(
-            "string contains a NUL byte at {i}"
-        )));
-    }
-    if bytes.len() < 128 {
-        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 128];
-        // SAFETY: len + 1 <= 128 bytes written, then read as one C string.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len());
-            buf[bytes.len()].write(0);
-        }
-        Ok(f(buf.as_ptr() as *const _))
-    } else {
-        let c = CString::new(bytes)?;
-        Ok(f(c.as_ptr()))
     }
 }
 
@@ -1195,11 +1173,12 @@ tuple_args!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 /// Packs a slice of values: on the stack up to 8 arguments, on the heap beyond. Values that
 /// need no holder (scalars, objects) are packed in one pass without initialising the unused
-/// slots; a string, bytes or shape argument takes the general path.
+/// slots; a string, bytes or shape argument takes the general path. `f`'s own `Result` is
+/// the result (no nested `Result` to move and flatten on the call path).
 #[inline]
 pub(crate) fn with_packed_slice<R>(
     args: &[Value],
-    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
 ) -> Result<R> {
     const N: usize = 8;
     let n = args.len();
@@ -1222,7 +1201,7 @@ pub(crate) fn with_packed_slice<R>(
                 std::slice::from_raw_parts_mut(codes.as_mut_ptr() as *mut c_int, n),
             )
         };
-        return Ok(f(values, codes));
+        return f(values, codes);
     }
     with_packed_slice_held(args, f)
 }
@@ -1232,7 +1211,7 @@ pub(crate) fn with_packed_slice<R>(
 #[inline(never)]
 fn with_packed_slice_held<R>(
     args: &[Value],
-    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+    f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
 ) -> Result<R> {
     const N: usize = 8;
     if args.len() <= N {
@@ -1245,7 +1224,7 @@ fn with_packed_slice_held<R>(
         for (i, a) in args.iter().enumerate() {
             (values[i], codes[i]) = a.raw(&holders[i]);
         }
-        Ok(f(&mut values[..args.len()], &mut codes[..args.len()]))
+        f(&mut values[..args.len()], &mut codes[..args.len()])
     } else {
         let holders = args
             .iter()
@@ -1253,8 +1232,95 @@ fn with_packed_slice_held<R>(
             .collect::<Result<Vec<_>>>()?;
         let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
             args.iter().zip(&holders).map(|(a, h)| a.raw(h)).unzip();
-        Ok(f(&mut values, &mut codes))
+        f(&mut values, &mut codes)
     }
+}
+
+// ---- Calls ------------------------------------------------------------------------------------
+
+/// Calling a [`Function`] with values: arguments packed by [`IntoArgs`] (or from a slice of
+/// [`Value`]s), the result read by [`FromRet`]. They live beside the conversions because the
+/// conversions themselves call core functions (`runtime.StringBytes`, `runtime.Array`, ...).
+impl Function {
+    /// Calls with a slice of values (up to 8 arguments are packed on the stack).
+    #[inline]
+    pub fn call(&self, args: &[Value]) -> Result<Value> {
+        with_packed_slice(args, |values, codes| {
+            self.call_raw_typed::<Value>(values, codes)
+        })
+    }
+
+    /// Typed call: `f.invoke::<i64>((1, 2, 3))`. Arguments are a tuple of up to 8 values
+    /// implementing [`ToArg`](crate::ToArg), packed on the stack; scalar arguments and scalar
+    /// results never allocate.
+    #[inline]
+    pub fn invoke<R: FromRet>(&self, args: impl IntoArgs) -> Result<R> {
+        args.with_packed(|values, codes| self.call_raw_typed::<R>(values, codes))?
+    }
+
+    /// Calls with already packed values.
+    pub fn call_raw(&self, values: &mut [TVMValue], codes: &mut [c_int]) -> Result<Value> {
+        self.call_raw_typed::<Value>(values, codes)
+    }
+
+    /// Typed call with a string result written into `out` (cleared first), reusing its buffer:
+    /// once `out` has the capacity, a call with short string arguments allocates nothing.
+    /// A result that is not a string is a TypeError and leaves `out` empty.
+    #[inline]
+    pub fn invoke_into_string(&self, args: impl IntoArgs, out: &mut String) -> Result<()> {
+        out.clear();
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { crate::value::string_into(ret, code, out) }
+        })?
+    }
+
+    #[inline(always)]
+    fn call_raw_typed<R: FromRet>(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<R> {
+        let (ret, ret_code) = self.call_packed_raw(values, codes)?;
+        // SAFETY: ret is the owned result of the call just made.
+        unsafe { R::from_ret(ret, ret_code) }
+    }
+
+    /// The call itself: the raw owned result, or the runtime's error.
+    #[inline(always)]
+    fn call_packed_raw(
+        &self,
+        values: &mut [TVMValue],
+        codes: &mut [c_int],
+    ) -> Result<(TVMValue, c_int)> {
+        let n =
+            c_int::try_from(values.len()).map_err(|_| Error::value_error("too many arguments"))?;
+        let mut ret = TVMValue {
+            v_handle: std::ptr::null_mut(),
+        };
+        let mut ret_code: c_int = NULL;
+        // SAFETY: values/codes hold n arguments packed by this crate, alive during the call.
+        let status = unsafe { self.call_slot(values, codes, n, &mut ret, &mut ret_code) };
+        check_call(status)?;
+        // A direct callee's slot arrives as written: an rvalue reference is not a result
+        // (TVMFuncCall refuses it too; it owns nothing, so nothing is released). A borrowed
+        // tensor view is taken as TVMFuncCall hands it on from classic callees (testing.echo of
+        // a view): its descriptor is copied at once, its data stays the caller's.
+        if ret_code == RVALUE_REF {
+            return Err(refused_result(ret_code));
+        }
+        Ok((ret, ret_code))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refused_result(code: c_int) -> Error {
+    Error::type_error(format!(
+        "callee returned an unsupported value ({}); a function result must own what it holds",
+        type_code_name(code)
+    ))
 }
 
 // ---- Results ----------------------------------------------------------------------------------
@@ -1416,6 +1482,56 @@ mod tests {
     fn dtype_without_a_string_form_prints_as_the_c_bindings_do() {
         assert_eq!(DataType::new(45, 2, 8192).to_string(), "<dtype 45:2x8192>");
         assert_eq!(DataType::new(sys::kDLUInt as u8, 1, 1).to_string(), "bool");
+    }
+
+    #[test]
+    fn raw_results_read_as_tvm_func_call_hands_them_on() {
+        // A direct callee's entry hands kTVMDataType and kDLUInt on raw; results read as the
+        // string and the int TVMFuncCall makes of them, whatever the requested type.
+        let t = DataType::parse("int8x4").unwrap().to_raw();
+        let dtype = TVMValue { v_type: t };
+        // SAFETY: plain values, nothing owned.
+        unsafe {
+            assert_eq!(
+                Value::from_ret(dtype, DTYPE).unwrap(),
+                Value::Str("int8x4".into())
+            );
+            assert_eq!(String::from_ret(dtype, DTYPE).unwrap(), "int8x4");
+            assert_eq!(
+                DataTypeOrString::from_ret(dtype, DTYPE).unwrap().0,
+                DataType::from_raw(t)
+            );
+            let err = DataType::from_ret(dtype, DTYPE).unwrap_err();
+            assert_eq!(err.message(), "expected dtype but got str");
+            let mut out = String::from("stale");
+            string_into(dtype, DTYPE, &mut out).unwrap();
+            assert_eq!(out, "int8x4");
+            let big = TVMValue { v_int64: -5 };
+            assert_eq!(Value::from_ret(big, UINT).unwrap(), Value::Int(-5));
+            assert_eq!(i64::from_ret(big, UINT).unwrap(), -5);
+            assert_eq!(f64::from_ret(big, UINT).unwrap(), -5.0);
+            // A callback's dtype argument stays a dtype.
+            assert_eq!(
+                Value::from_raw_borrowed(dtype, DTYPE).unwrap(),
+                Value::DataType(DataType::from_raw(t))
+            );
+        }
+    }
+
+    #[test]
+    fn short_strings_find_every_nul() {
+        for len in 0..64 {
+            let clean: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(!has_nul_short(&clean), "len {len}");
+            // Bytes above 0x80 and 0x01 neighbours must not look like NUL.
+            let high: Vec<u8> = (0..len).map(|i| [0x80, 0x01, 0xff][i % 3]).collect();
+            assert!(!has_nul_short(&high), "len {len}");
+            for at in 0..len {
+                let mut s = clean.clone();
+                s[at] = 0;
+                assert!(has_nul_short(&s), "len {len} NUL at {at}");
+            }
+        }
     }
 
     #[test]
