@@ -259,6 +259,9 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
 
 // Converts a result the caller owns (handles are taken over). nullptr with an exception pending.
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
+// A direct callee's result that a classic call would have converted (cold): a kTVMDataType
+// becomes its dtype string, as TVMFuncCall returns it; any other code goes to FromTVM.
+napi_value FromDirectResult(napi_env env, Instance* inst, TVMValue v, int code);
 // Converts a callback argument (borrowed: objects are retained first).
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
 

@@ -220,7 +220,8 @@ static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
     napi_get_null(env, &out);
     return out;
   }
-  return FromTVM(env, inst, ret, code);
+  // The direct entry hands on the callee's own code: a dtype is made the string TVMFuncCall gives.
+  return FromDirectResult(env, inst, ret, code);
 }
 
 static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info info, Ref* ref,
