@@ -251,8 +251,12 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
     values_ = e.big_values.data();
     codes_ = e.big_codes.data();
   }
+  // Locals, not the members: the napi calls in Set would make the compiler reload them per
+  // argument.
+  TVMValue* values = values_;
+  int* codes = codes_;
   for (size_t i = 0; i < argc; ++i) {
-    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values_[i], &codes_[i]))) return false;
+    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values[i], &codes[i]))) return false;
   }
   return true;
 }

@@ -246,7 +246,8 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
                        !(token_d >= 0 && token_d < 4503599627370496.0))) {
     return ThrowType(env, "polyffi: not a PackedFunc call");
   }
-  const uint64_t token = static_cast<uint64_t>(token_d);
+  // Through int64_t: a double -> uint64_t conversion costs a third comparison (values >= 2^63).
+  const uint64_t token = static_cast<uint64_t>(static_cast<int64_t>(token_d));
   const uint64_t slot = token >> 32;
   Ref* ref = slot < inst->fn_slots.size() ? inst->fn_slots[slot] : nullptr;
   if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token))) {
