@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Call overhead of the polyffi Node binding beside its floors and a peer, in one run:
-//   polyffi  the binding (testing.* fixtures through TVMFuncCall)
+//   polyffi  the binding (testing.* fixtures through their cached direct entry)
 //   na       a hand-written node-addon-api function of the same signature (libbench_node_c.so)
 //   raw      the same on raw Node-API (the floor)
 //   koffi    koffi (npm) calling the same C functions

@@ -3,12 +3,17 @@
 # and JIT warm-up cancel out (N = 200k and 2.2M: a 2M-call difference). Immune to the machine's
 # load, unlike the wall-clock numbers; JIT and GC timing still move a case by a few percent.
 # Prints one table: the counts, polyffi's ratios to each peer, and each case's goal.
+# V8 compiles on the main thread (--no-concurrent-recompilation --no-concurrent-osr): under
+# valgrind, which runs one thread at a time, a background TurboFan job may finish late or not at
+# all, leaving the loop in baseline code for a varying share of the calls (polyffi.nop measured
+# 404 or 758 per call by that alone). The optimized code is the same; only when it arrives moves.
 # usage: bench/node/instructions.sh [case...]   (after `npm install && node build.js` in bench/node;
 #        cases: nop add3 echo callback, all by default)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ir() {
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null node "$here/ir_case.js" "$1" "$2" 2>&1 |
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    node --no-concurrent-recompilation --no-concurrent-osr "$here/ir_case.js" "$1" "$2" 2>&1 |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 per_call() { local a b; a=$(ir "$1" 200000); b=$(ir "$1" 2200000); echo $(( (b - a) / 2000000 )); }

@@ -148,5 +148,16 @@ DLDataType ParseDType(const std::string& text) {
 TESTING_GLOBAL("testing.dtype",
                Typed([](std::string s) { return ParseDType(s); }, "testing.dtype"));
 
+// An unsigned result: the argument's bits with type code kDLUInt, which a direct callee may write
+// (TVMFuncCall turns it into an int; callers of the direct entry see it as written).
+TESTING_GLOBAL("testing.uint", [](PackedArgs args, RetValue* rv) {
+  CheckArity("testing.uint", args, 1);
+  if (args.codes[0] != kTVMArgInt) {
+    throw Error("TypeError", std::string("testing.uint: argument 0 expected int but got ") +
+                                 polyffi::TypeCodeName(args.codes[0]));
+  }
+  rv->SetRaw(args.values[0], kDLUInt);
+});
+
 }  // namespace
 }  // namespace polyffi_testing

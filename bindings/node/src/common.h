@@ -251,14 +251,21 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
     values_ = e.big_values.data();
     codes_ = e.big_codes.data();
   }
+  // Locals, not the members: the napi calls in Set would make the compiler reload them per
+  // argument.
+  TVMValue* values = values_;
+  int* codes = codes_;
   for (size_t i = 0; i < argc; ++i) {
-    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values_[i], &codes_[i]))) return false;
+    if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values[i], &codes[i]))) return false;
   }
   return true;
 }
 
 // Converts a result the caller owns (handles are taken over). nullptr with an exception pending.
 napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code);
+// A direct callee's result that a classic call would have converted (cold): a kTVMDataType
+// becomes its dtype string, as TVMFuncCall returns it; any other code goes to FromTVM.
+napi_value FromDirectResult(napi_env env, Instance* inst, TVMValue v, int code);
 // Converts a callback argument (borrowed: objects are retained first).
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code);
 

@@ -220,7 +220,8 @@ static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
     napi_get_null(env, &out);
     return out;
   }
-  return FromTVM(env, inst, ret, code);
+  // The direct entry hands on the callee's own code: a dtype is made the string TVMFuncCall gives.
+  return FromDirectResult(env, inst, ret, code);
 }
 
 static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info info, Ref* ref,
@@ -245,7 +246,8 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
                        !(token_d >= 0 && token_d < 4503599627370496.0))) {
     return ThrowType(env, "polyffi: not a PackedFunc call");
   }
-  const uint64_t token = static_cast<uint64_t>(token_d);
+  // Through int64_t: a double -> uint64_t conversion costs a third comparison (values >= 2^63).
+  const uint64_t token = static_cast<uint64_t>(static_cast<int64_t>(token_d));
   const uint64_t slot = token >> 32;
   Ref* ref = slot < inst->fn_slots.size() ? inst->fn_slots[slot] : nullptr;
   if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token))) {

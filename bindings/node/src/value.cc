@@ -588,6 +588,22 @@ napi_value FromTVM(napi_env env, Instance* inst, TVMValue v, int code) {
   }
 }
 
+napi_value FromDirectResult(napi_env env, Instance* inst, TVMValue v, int code) {
+  // kDLUInt needs nothing here: FromTVM reads it as an int, which is what TVMFuncCall makes it.
+  if (code != kTVMDataType) return FromTVM(env, inst, v, code);
+  char buf[64];
+  if (PolyffiDataTypeToString(v.v_type, buf, sizeof(buf)) != 0) {
+    return ThrowFFIError(env, inst, "ValueError",
+                         "polyffi: dtype (code " + std::to_string(v.v_type.code) + ", bits " +
+                             std::to_string(v.v_type.bits) + ", lanes " +
+                             std::to_string(v.v_type.lanes) +
+                             ") has no string form that would read back as itself");
+  }
+  napi_value out;
+  napi_create_string_utf8(env, buf, NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
 napi_value FromCallbackArg(napi_env env, Instance* inst, TVMValue v, int code) {
   switch (code) {
     case kTVMObjectHandle:

@@ -90,3 +90,31 @@ test('a PackedFunc over a classic or a direct function, and after dispose', () =
   add3.dispose();
   assert.throws(() => add3(1, 2, 3), (e) => e.kind === 'ValueError');
 });
+
+test('a direct callee\'s dtype and unsigned results come out as a classic call gives them', async () => {
+  // The direct entry hands on the callee's own type code; the classic path (TVMFuncCall, which
+  // callAsync's pool uses) turns a dtype into its string and an unsigned int into an int.
+  const dtype = ffi.getGlobalFunc('testing.dtype');
+  const uint = ffi.getGlobalFunc('testing.uint');
+  const echo = ffi.getGlobalFunc('testing.echo');
+  for (const text of ['float32', 'int8', 'uint64', 'float16x4', 'bool', 'handle']) {
+    assert.strictEqual(dtype(text), text);
+    assert.strictEqual(await dtype.callAsync(text), text);
+  }
+  assert.strictEqual(echo(new ffi.DataType('int32x2')), 'int32x2');
+  for (const x of [0, 7, -1, 2 ** 53 - 1, -(2 ** 53) + 1, 2n ** 62n, -(2n ** 63n)]) {
+    const want = typeof x === 'bigint' && x >= -(2n ** 53n) + 1n && x <= 2n ** 53n - 1n ? Number(x) : x;
+    assert.strictEqual(uint(x), want, `uint(${x})`);
+    assert.strictEqual(await uint.callAsync(x), want, `uint(${x}) through callAsync`);
+  }
+  const previous = ffi.exactNumbers(true);
+  try {
+    const got = uint(5);
+    assert.ok(got instanceof ffi.Int, 'an unsigned result is an Int under exactNumbers');
+    assert.strictEqual(Number(got), 5);
+  } finally {
+    ffi.exactNumbers(previous);
+  }
+  assert.throws(() => uint('x'), (e) => e instanceof ffi.FFIError && e.kind === 'TypeError');
+  for (const f of [dtype, uint, echo]) f.dispose();
+});
