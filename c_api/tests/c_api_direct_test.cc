@@ -241,20 +241,49 @@ TEST(DirectCall, ReturnedFunctionIsCallable) {
   EXPECT_EQ(UseCount(add, kTVMPackedFuncHandle), 1);
 }
 
-// ---- Refused results --------------------------------------------------------------------------
+// ---- DLTensor views -----------------------------------------------------------------------------
 
-TEST(DirectCall, DLTensorViewResultIsRefused) {
-  DLTensor view{};
-  Fixed fixed{};
-  fixed.value.v_handle = &view;
-  fixed.code = kTVMDLTensorHandle;
-  Owned f{MakeDirect(DirectFixed, &fixed)};
-  TVMValue v;
-  int code = -100;
-  EXPECT_TRUE(
-      FailsWith(TVMFuncCall(f, nullptr, nullptr, 0, &v, &code), "TypeError", "unsupported value"));
-  EXPECT_EQ(code, kTVMNullptr) << "a refused result must not reach the caller";
+/*! \brief DirectEcho's classic twin: hands its first argument to TVMCFuncSetReturn. */
+int ClassicEchoFirst(TVMValue* args, int* codes, int, TVMRetValueHandle ret, void*) {
+  return TVMCFuncSetReturn(ret, &args[0], &codes[0], 1);
 }
+
+TEST(DirectCall, DLTensorViewResultGoesOnAsFromAClassicCallee) {
+  // A callee handing back the view it was given (a binding maps it back to the caller's own
+  // array): the classic path keeps the view as a plain value, and so does the direct one.
+  float data[3] = {1, 2, 3};
+  int64_t shape[1] = {3};
+  DLTensor view{};
+  view.data = data;
+  view.ndim = 1;
+  view.shape = shape;
+  view.dtype = DLDataType{kDLFloat, 32, 1};
+  TVMFunctionHandle classic_h = nullptr;
+  ASSERT_EQ(TVMFuncCreateFromCFunc(ClassicEchoFirst, nullptr, nullptr, &classic_h), 0);
+  Owned classic{classic_h};
+  Owned direct{MakeDirect(DirectEcho)};
+  for (TVMFunctionHandle f : {static_cast<TVMFunctionHandle>(classic), direct.h}) {
+    TVMValue arg;
+    arg.v_handle = &view;
+    int arg_code = kTVMDLTensorHandle;
+    TVMValue v;
+    int code = -100;
+    ASSERT_EQ(TVMFuncCall(f, &arg, &arg_code, 1, &v, &code), 0) << LastError();
+    EXPECT_EQ(code, kTVMDLTensorHandle);
+    EXPECT_EQ(v.v_handle, &view);
+    // Through the pair as well: the slot holds what the callee wrote.
+    TVMDirectCFunc fn = nullptr;
+    void* resource = nullptr;
+    ASSERT_EQ(TVMFuncGetDirect(f, &fn, &resource), 0);
+    v.v_handle = nullptr;
+    code = kTVMNullptr;
+    ASSERT_EQ(fn(resource, &arg, &arg_code, 1, &v, &code), 0) << LastError();
+    EXPECT_EQ(code, kTVMDLTensorHandle);
+    EXPECT_EQ(v.v_handle, &view);
+  }
+}
+
+// ---- Refused results --------------------------------------------------------------------------
 
 TEST(DirectCall, RValueRefAndUnknownCodesAreRefused) {
   Fixed fixed{};
@@ -457,15 +486,25 @@ TEST(DirectRuntimePath, AsyncPoolReportsCalleeErrorsAndRefusals) {
   EXPECT_EQ(e.status, kTVMAsyncFailed);
   EXPECT_EQ(e.text.rfind("IndexError: index 9 out of range", 0), 0u) << e.text;
 
-  DLTensor view{};
   Fixed fixed{};
-  fixed.value.v_handle = &view;
-  fixed.code = kTVMDLTensorHandle;
+  fixed.value.v_handle = nullptr;
+  fixed.code = kTVMObjectRValueRefArg;
   Owned bad{MakeDirect(DirectFixed, &fixed)};
   Outcome r;
   Submit(bad, {}, &r);
   EXPECT_EQ(r.status, kTVMAsyncFailed);
   EXPECT_EQ(r.text.rfind("TypeError: callback returned an unsupported value", 0), 0u) << r.text;
+
+  // A view is a plain result on the runtime's own path too, as a classic callee's view is.
+  DLTensor view{};
+  fixed.value.v_handle = &view;
+  fixed.code = kTVMDLTensorHandle;
+  Owned viewer{MakeDirect(DirectFixed, &fixed)};
+  Outcome v;
+  Submit(viewer, {}, &v);
+  EXPECT_EQ(v.status, kTVMAsyncReturned) << v.text;
+  EXPECT_EQ(v.code, kTVMDLTensorHandle);
+  EXPECT_EQ(reinterpret_cast<void*>(v.i), static_cast<void*>(&view));
 }
 
 // ---- TVMFuncGetDirect -------------------------------------------------------------------------

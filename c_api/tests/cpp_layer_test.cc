@@ -184,8 +184,9 @@ TEST(CppLayerDirect, PlainResultsOfEveryKindThroughBothEntries) {
   EXPECT_TRUE(none(1).is_none());
   EXPECT_EQ(dev(3).type_code(), kDLDevice);
   EXPECT_EQ(dev(3).raw().v_device.device_id, 3);
-  EXPECT_EQ(dt(16).type_code(), kTVMDataType);
-  EXPECT_EQ(dt(16).raw().v_type.bits, 16);
+  // A dtype result reads as TVMFuncCall returns it: its string.
+  EXPECT_EQ(dt(16).type_code(), kTVMStr);
+  EXPECT_EQ(dt(16).as_str(), "float16");
 
   TVMValue arg;
   int code = kTVMArgInt;
@@ -364,6 +365,120 @@ TEST(CppLayerDirect, ClassicCallbacksAndBadHandles) {
   // A Function on something that is not a function reports a typed error at call time.
   Function empty;
   EXPECT_FALSE(CatchError([&] { empty(); }).kind().empty());
+}
+
+int ClassicEchoFirst(TVMValue* args, int* codes, int, TVMRetValueHandle ret, void*) {
+  return TVMCFuncSetReturn(ret, &args[0], &codes[0], 1);
+}
+
+TEST(CppLayerDirect, ViewResultGoesOnAsFromAClassicCallee) {
+  // A body handing back the DLTensor view it was given: a classic callee's view reaches the
+  // caller as the same view (bindings map it back to the caller's array); so does this one's.
+  float data[2] = {1, 2};
+  int64_t shape[1] = {2};
+  DLTensor view{};
+  view.data = data;
+  view.ndim = 1;
+  view.shape = shape;
+  view.dtype = DLDataType{kDLFloat, 32, 1};
+  Function direct = polyffi::MakePacked([](PackedArgs args, RetValue* rv) { rv->Set(args[0]); });
+  TVMFunctionHandle h = nullptr;
+  ASSERT_EQ(TVMFuncCreateFromCFunc(ClassicEchoFirst, nullptr, nullptr, &h), 0);
+  Function classic = Function::Adopt(h);
+  for (const Function* f : {&classic, &direct}) {
+    Any a = (*f)(&view);
+    EXPECT_EQ(a.type_code(), kTVMDLTensorHandle);
+    EXPECT_EQ(a.raw().v_handle, &view);
+    polyffi::AnyView v = f->CallView(&view);
+    EXPECT_EQ(v.type_code(), kTVMDLTensorHandle);
+    EXPECT_EQ(v.raw().v_handle, &view);
+    TVMValue arg;
+    int code = kTVMDLTensorHandle;
+    arg.v_handle = &view;
+    CResult c = CallC(*f, &arg, &code, 1);
+    ASSERT_EQ(c.rc, 0) << TVMGetLastError();
+    EXPECT_EQ(c.code, kTVMDLTensorHandle);
+    EXPECT_EQ(c.value.v_handle, &view);
+  }
+}
+
+/*! \brief A raw direct callee writing whatever (value, code) its resource holds. */
+struct Written {
+  TVMValue value;
+  int code;
+};
+int WriteFixed(void* resource, const TVMValue*, const int*, int, TVMValue* ret, int* code) {
+  *ret = static_cast<Written*>(resource)->value;
+  *code = static_cast<Written*>(resource)->code;
+  return 0;
+}
+
+TEST(CppLayerDirect, RawDirectResultsReadAsTVMFuncCallGivesThem) {
+  // The pair hands a direct callee's slot over as written; Any, AnyView and CallRaw make it what
+  // TVMFuncCall returns: uint as int, a dtype as its string, refused codes as its errors.
+  Written w{};
+  TVMFunctionHandle h = nullptr;
+  ASSERT_EQ(TVMFuncCreateDirect(WriteFixed, &w, nullptr, &h), 0) << TVMGetLastError();
+  Function f = Function::Adopt(h);
+
+  w.value.v_int64 = 7;
+  w.code = kDLUInt;
+  CResult c = CallC(f, nullptr, nullptr, 0);
+  ASSERT_EQ(c.rc, 0) << TVMGetLastError();
+  EXPECT_EQ(c.code, kTVMArgInt);
+  Any a = f();
+  EXPECT_EQ(a.type_code(), kTVMArgInt);
+  EXPECT_EQ(a.as_int(), 7);
+  EXPECT_EQ(f.CallView().type_code(), kTVMArgInt);
+  EXPECT_EQ(f.CallView().as_int(), 7);
+  TVMValue rv;
+  int rc = -1;
+  f.CallRaw(nullptr, nullptr, 0, &rv, &rc);
+  EXPECT_EQ(rc, kTVMArgInt);
+  EXPECT_EQ(rv.v_int64, 7);
+
+  w.value.v_type = DLDataType{kDLFloat, 32, 4};
+  w.code = kTVMDataType;
+  c = CallC(f, nullptr, nullptr, 0);
+  ASSERT_EQ(c.rc, 0) << TVMGetLastError();
+  ASSERT_EQ(c.code, kTVMStr);
+  EXPECT_STREQ(c.value.v_str, "float32x4");
+  a = f();
+  EXPECT_EQ(a.type_code(), kTVMStr);
+  EXPECT_EQ(a.as_str(), "float32x4");
+  {
+    polyffi::AnyView v = f.CallView();
+    EXPECT_EQ(v.type_code(), kTVMStr);
+    EXPECT_EQ(v.as_str_view(), "float32x4");
+  }
+  f.CallRaw(nullptr, nullptr, 0, &rv, &rc);
+  ASSERT_EQ(rc, kTVMStr);
+  EXPECT_STREQ(rv.v_str, "float32x4");
+
+  // Codes TVMFuncCall refuses, with the same kind and text through every C++ entry.
+  auto expect_same_error = [&](const char* kind, const char* text) {
+    CResult r = CallC(f, nullptr, nullptr, 0);
+    EXPECT_EQ(r.rc, -1);
+    std::string c_error = TVMGetLastError();
+    EXPECT_EQ(c_error.rfind(std::string(kind) + ": " + text, 0), 0u) << c_error;
+    Error e1 = CatchError([&] { f(); });
+    Error e2 = CatchError([&] { f.CallView(); });
+    Error e3 = CatchError([&] { f.CallRaw(nullptr, nullptr, 0, &rv, &rc); });
+    for (const Error& e : {e1, e2, e3}) {
+      EXPECT_EQ(e.kind(), kind);
+      EXPECT_EQ(e.message().rfind(text, 0), 0u) << e.message();
+    }
+  };
+  w.value.v_type = DLDataType{kDLFloat, 0, 1};
+  w.code = kTVMDataType;
+  expect_same_error("ValueError", "dtype (code 2, bits 0, lanes 1) has no string form");
+  w.value.v_handle = nullptr;
+  w.code = kTVMObjectRValueRefArg;
+  expect_same_error("TypeError", "callback returned an unsupported value: an rvalue reference");
+  w.code = 99;
+  expect_same_error("TypeError", "callback returned an unsupported value: unknown type code 99");
+  w.code = -3;
+  expect_same_error("TypeError", "callback returned an unsupported value: unknown type code -3");
 }
 
 TEST(CppLayerDirect, ViewBorrowsStringsUntilTheNextCall) {

@@ -95,7 +95,7 @@ void DirectFunction::Invoke(const FunctionObj* self, TVMValue* values, int* code
   int code = kTVMNullptr;
   int ret = me->func_(me->resource_, values, codes, n, &v, &code);
   if (__builtin_expect(ret != 0, 0)) ThrowCalleeError(ret);
-  if (__builtin_expect(RetValue::IsPlainCode(code) && code != kTVMDLTensorHandle, 1)) {
+  if (__builtin_expect(RetValue::IsPlainCode(code), 1)) {
     rv->SetFromC(v, code);
     return;
   }
@@ -123,9 +123,6 @@ void AdoptDirectResult(TVMValue v, int code, RetValue* rv) {
       if (obj == nullptr) return rv->SetNull();
       return rv->SetObject(ObjectPtr<Object>::Adopt(obj));
     }
-    case kTVMDLTensorHandle:
-      Throw("TypeError",
-            "callback returned an unsupported value: a DLTensor view (return an NDArray)");
     case kTVMObjectRValueRefArg:
       Throw("TypeError", "callback returned an unsupported value: an rvalue reference argument");
     default:

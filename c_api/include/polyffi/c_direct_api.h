@@ -30,10 +30,11 @@ extern "C" {
  * \param args, type_codes borrowed arrays of num_args entries, valid for the call only.
  * \param ret_val, ret_type_code the caller's result slot, holding kTVMNullptr on entry. On
  *  success it holds a plain value (kDLInt, kDLUInt, kDLFloat, kTVMArgBool, kTVMOpaqueHandle,
- *  kTVMNullptr, kTVMDataType, kDLDevice); a kTVMStr / kTVMBytes written by
- *  TVMDirectReturnString; or a function, module, NDArray or object handle whose one reference
- *  now belongs to the caller. A kTVMDLTensorHandle view or a kTVMObjectRValueRefArg is not a
- *  result: the runtime refuses it with a TypeError.
+ *  kTVMNullptr, kTVMDataType, kDLDevice); a kTVMDLTensorHandle view, borrowed and handed on as
+ *  a classic callee's view is (valid while its producer, say the caller's argument, keeps it);
+ *  a kTVMStr / kTVMBytes written by TVMDirectReturnString; or a function, module, NDArray or
+ *  object handle whose one reference now belongs to the caller. A kTVMObjectRValueRefArg is not
+ *  a result: the runtime refuses it with a TypeError.
  * \return 0 on success; -1 after TVMAPISetLastError (or TVMFFIErrorSetRaisedFromCStr, in
  *  c_backend_api.h); -2 when the host language already holds the error. On failure the slot
  *  must own nothing: the caller ignores it.

@@ -9,6 +9,7 @@
 
 #include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
+#include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
 #include <cstdint>
@@ -129,6 +130,56 @@ class ObjectRef {
 
 class Function;
 
+namespace detail {
+
+/*!
+ * \brief Whether a result code is one a classic call hands back as it is and owns nothing:
+ *  int, float, opaque handle, None, device, DLTensor view, bool. Everything else (kDLUInt and
+ *  kTVMDataType from a direct callee, strings, objects, refused codes) takes the slow path.
+ */
+constexpr bool IsReadyPlainCode(int code) {
+  constexpr uint32_t kReady = 1u << kTVMArgInt | 1u << kTVMArgFloat | 1u << kTVMOpaqueHandle |
+                              1u << kTVMNullptr | 1u << kDLDevice | 1u << kTVMDLTensorHandle |
+                              1u << kTVMArgBool;
+  return static_cast<unsigned>(code) < 32 && ((kReady >> code) & 1u) != 0;
+}
+
+/*!
+ * \brief Make what a direct callee wrote into the slot what TVMFuncCall returns for it: kDLUInt
+ *  reads as int, a dtype becomes its string (in the thread's return storage, as a classic call
+ *  gives it); an rvalue reference or an unknown code is refused with TypeError (the slot left
+ *  None: such a slot owns nothing). Other codes are left as they are.
+ */
+[[gnu::noinline, gnu::cold]] inline void NormalizeDirectResult(TVMValue* v, int* code) {
+  int c = *code;
+  if (c == kDLUInt) {
+    *code = kTVMArgInt;
+  } else if (c == kTVMDataType) {
+    DLDataType t = v->v_type;
+    char buf[48];
+    if (PolyffiDataTypeToString(t, buf, sizeof(buf)) != 0) {
+      v->v_handle = nullptr;
+      *code = kTVMNullptr;
+      throw Error("ValueError", "dtype (code " + std::to_string(t.code) + ", bits " +
+                                    std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) +
+                                    ") has no string form that would read back as itself");
+    }
+    v->v_handle = nullptr;
+    *code = kTVMNullptr;
+    CheckCall(TVMDirectReturnString(buf, std::strlen(buf), 0, v, code));
+  } else if (c == kTVMObjectRValueRefArg || c < 0 || c > kTVMArgBool) {
+    v->v_handle = nullptr;
+    *code = kTVMNullptr;
+    throw Error("TypeError", c == kTVMObjectRValueRefArg
+                                 ? std::string("callback returned an unsupported value: an "
+                                               "rvalue reference argument")
+                                 : "callback returned an unsupported value: unknown type code " +
+                                       std::to_string(c));
+  }
+}
+
+}  // namespace detail
+
 /*!
  * \brief An owned value returned by a call: numbers, strings (copied out of thread-local
  *  storage at once), and object references.
@@ -219,16 +270,27 @@ class Any {
   }
   static bool IsStrCode(int code) { return code == kTVMStr || code == kTVMBytes; }
 
-  /*! \brief Fill an empty Any (code None) from a call's return; plain values take one branch. */
+  /*!
+   * \brief Fill an empty Any (code None) from a call's return, as TVMFuncCall or a direct
+   *  callee wrote it; plain values take one branch.
+   */
   void FillFromReturn(TVMValue v, int code) {
-    if (__builtin_expect(!OwnsStorage(code), 1)) {
+    if (__builtin_expect(detail::IsReadyPlainCode(code), 1)) {
       value_ = v;
       code_ = code;
       return;
     }
-    FillOwned(v, code);
+    FillOther(v, code);
   }
-  void FillOwned(TVMValue v, int code) {
+  [[gnu::noinline]] void FillOther(TVMValue v, int code) {
+    if (!OwnsStorage(code)) {
+      detail::NormalizeDirectResult(&v, &code);  // uint, dtype; throws for refused codes
+      if (!OwnsStorage(code)) {
+        value_ = v;
+        code_ = code;
+        return;
+      }
+    }
     if (code == kTVMStr) {
       new (&str_) std::string(v.v_str);
     } else if (code == kTVMBytes) {
@@ -342,6 +404,7 @@ class Function : public ObjectRef {
     size_t i = 0;
     (void)i;
     ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
+    if constexpr (n == 0) return CallPacked(nullptr, nullptr, 0);  // no arrays to read
     return CallPacked(values, codes, static_cast<int>(n));
   }
   /*!
@@ -354,7 +417,7 @@ class Function : public ObjectRef {
   Any CallPacked(TVMValue* values, int* codes, int n) const {
     TVMValue rv;
     int rc = kTVMNullptr;
-    CallRaw(values, codes, n, &rv, &rc);
+    CallUnnormalized(values, codes, n, &rv, &rc);
     Any result;  // filled in place: no copy or move of the returned value
     result.FillFromReturn(rv, rc);
     return result;
@@ -364,11 +427,8 @@ class Function : public ObjectRef {
    *  object code carries one reference for the caller); throws on failure.
    */
   void CallRaw(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
-    rv->v_handle = nullptr;
-    *rc = kTVMNullptr;
-    int status = direct_ != nullptr ? direct_(resource_, values, codes, n, rv, rc)
-                                    : TVMFuncCall(handle_, values, codes, n, rv, rc);
-    CheckCall(status);
+    CallUnnormalized(values, codes, n, rv, rc);
+    if (__builtin_expect(!detail::IsReadyPlainCode(*rc), 0)) detail::NormalizeDirectResult(rv, rc);
   }
 
  private:
@@ -379,6 +439,18 @@ class Function : public ObjectRef {
       direct_ = nullptr;
       resource_ = nullptr;
     }
+  }
+  /*!
+   * \brief The call, with the result as the callee wrote it: a direct callee's kDLUInt or
+   *  kTVMDataType is not yet made what TVMFuncCall returns (Any and AnyView do that on their
+   *  slow path, CallRaw right after).
+   */
+  void CallUnnormalized(TVMValue* values, int* codes, int n, TVMValue* rv, int* rc) const {
+    rv->v_handle = nullptr;
+    *rc = kTVMNullptr;
+    int status = direct_ != nullptr ? direct_(resource_, values, codes, n, rv, rc)
+                                    : TVMFuncCall(handle_, values, codes, n, rv, rc);
+    CheckCall(status);
   }
   // Valid while this Function holds its reference; copied and moved with it.
   TVMDirectCFunc direct_ = nullptr;
@@ -428,10 +500,19 @@ class AnyView {
 
  private:
   friend class Function;
+  /*! \brief From a call's result as the callee wrote it (Function::CallUnnormalized). */
   AnyView(TVMValue v, int code) : value_(v), code_(code) {
-    if (__builtin_expect(Any::IsObjectCode(code), 0)) {
+    if (__builtin_expect(!detail::IsReadyPlainCode(code), 0)) FillOther();
+  }
+  [[gnu::noinline]] void FillOther() {
+    // A direct callee's uint or dtype: as TVMFuncCall returns it (the dtype's string borrowed
+    // from the return storage, as any string result here).
+    if (!Any::IsObjectCode(code_) && code_ != kTVMStr && code_ != kTVMBytes) {
+      detail::NormalizeDirectResult(&value_, &code_);
+    }
+    if (Any::IsObjectCode(code_)) {
       // Take the reference in the same form as Any (an NDArray by its object handle).
-      Any owned = Any::FromReturn(v, code);
+      Any owned = Any::FromReturn(value_, code_);
       obj_ = owned.as_object();
     }
   }
@@ -453,7 +534,11 @@ AnyView Function::CallView(Args&&... args) const {
   ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
   TVMValue rv;
   int rc;
-  CallRaw(values, codes, static_cast<int>(n), &rv, &rc);
+  if constexpr (n == 0) {
+    CallUnnormalized(nullptr, nullptr, 0, &rv, &rc);  // no arrays to read
+  } else {
+    CallUnnormalized(values, codes, static_cast<int>(n), &rv, &rc);
+  }
   return AnyView(rv, rc);
 }
 

@@ -129,19 +129,20 @@ class DirectFunction final : public FunctionObj {
 
 /*!
  * \brief Whether a code a direct callee wrote needs more than handing on as it is: kDLUInt
- *  (read as int), kTVMDataType (handed to C as its string), a refused code (a DLTensor view, an
- *  rvalue reference) or one out of range. One shift and test on the direct return path.
+ *  (read as int), kTVMDataType (handed to C as its string), a refused code (an rvalue reference)
+ *  or one out of range. A DLTensor view goes on as it is, as a classic callee's view does
+ *  (TVMCFuncSetReturn keeps it as a plain value). One shift and test on the direct return path.
  */
 inline bool DirectResultNeedsFixing(int code) {
-  constexpr unsigned kFix =
-      1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMDLTensorHandle | 1u << kTVMObjectRValueRefArg;
+  constexpr unsigned kFix = 1u << kDLUInt | 1u << kTVMDataType | 1u << kTVMObjectRValueRefArg;
   return static_cast<unsigned>(code) > kTVMArgBool || ((kFix >> code) & 1u);
 }
 
 /*!
- * \brief Take what a direct callee wrote into rv: plain values copied, strings and bytes copied
- *  out of the thread's return storage, an object's reference adopted. A code that is not a
- *  result (DLTensor view, rvalue reference, unknown) throws TypeError, owning nothing.
+ * \brief Take what a direct callee wrote into rv: plain values (a DLTensor view among them, as
+ *  from a classic callee) copied, strings and bytes copied out of the thread's return storage,
+ *  an object's reference adopted. A code that is not a result (rvalue reference, unknown)
+ *  throws TypeError, owning nothing.
  */
 void AdoptDirectResult(TVMValue v, int code, RetValue* rv);
 
