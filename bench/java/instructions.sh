@@ -35,6 +35,9 @@ echo "| pair (ours vs floor) | ours Ir/call | floor Ir/call | ratio |"
 echo "|---|---:|---:|---:|"
 row "add3 \`callLong\` vs plain JNI add3" add3.polyffi add3.jni
 row "add3 plain JNI calling \`TVMFuncCall\` vs plain JNI add3" add3.packed add3.jni
+row "add3 plain JNI calling the direct pair vs plain JNI add3" add3.direct add3.jni
+row "add3 \`callLong\` vs plain JNI calling the direct pair" add3.polyffi add3.direct
 row "nop \`callVoid\` vs plain JNI nop" nop.polyffi nop.jni
 row "C->Java \`LongCallback\` (testing.call_n) vs JNI \`CallStaticLongMethod\` loop" callback.long callback.jni
 row "C->Java \`Callback\` (testing.call_n) vs JNI \`CallStaticLongMethod\` loop" callback.object callback.jni
+row "JNI \`CallStaticLongMethod\` + \`ExceptionCheck\` loop vs the loop without" callback.jnicheck callback.jni

@@ -1,5 +1,6 @@
 /* Floors for the Java benchmarks: what a hand-written JNI binding of one fixed signature costs. */
 #include <jni.h>
+#include <polyffi/c_direct_api.h>
 #include <polyffi/c_runtime_api.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,6 +58,51 @@ JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_callbackLoop(JNIEnv* env
   jlong sum = 0;
   for (jlong i = 0; i < n; ++i) sum += (*env)->CallStaticLongMethod(env, cls, cb, i);
   return sum;
+}
+
+/* callbackLoop with the exception check after each upcall that any callback which must report
+ * a Java exception pays (the floor of a correct callback). */
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_callbackLoopChecked(JNIEnv* env, jclass cls,
+                                                                            jlong n) {
+  static jmethodID cb = NULL;
+  if (cb == NULL) cb = (*env)->GetStaticMethodID(env, cls, "callback", "(J)J");
+  jlong sum = 0;
+  for (jlong i = 0; i < n; ++i) {
+    sum += (*env)->CallStaticLongMethod(env, cls, cb, i);
+    if ((*env)->ExceptionCheck(env)) return -1;
+  }
+  return sum;
+}
+
+JNIEXPORT jlongArray JNICALL Java_org_polyffi_bench_PlainJni_getDirect(JNIEnv* env, jclass cls,
+                                                                       jlong fn) {
+  (void)cls;
+  TVMDirectCFunc func = NULL;
+  void* res = NULL;
+  if (TVMFuncGetDirect((TVMFunctionHandle)fn, &func, &res) != 0) return NULL;
+  jlong pair[2] = {(jlong)(intptr_t)func, (jlong)(intptr_t)res};
+  jlongArray out = (*env)->NewLongArray(env, 2);
+  if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 2, pair);
+  return out;
+}
+
+/* The direct call alone: a plain JNI method calling a TVMFuncGetDirect (func, res) pair with
+ * three ints, as a hand-written JNI binding of one direct function would. */
+JNIEXPORT jlong JNICALL Java_org_polyffi_bench_PlainJni_directAdd3(JNIEnv* env, jclass cls,
+                                                                   jlong func, jlong res, jlong a,
+                                                                   jlong b, jlong c) {
+  (void)env;
+  (void)cls;
+  TVMValue v[3];
+  int codes[3] = {kTVMArgInt, kTVMArgInt, kTVMArgInt};
+  v[0].v_int64 = a;
+  v[1].v_int64 = b;
+  v[2].v_int64 = c;
+  TVMValue ret;
+  ret.v_handle = NULL;
+  int code = kTVMNullptr;
+  if (((TVMDirectCFunc)func)((void*)res, v, codes, 3, &ret, &code) != 0) return -1;
+  return ret.v_int64;
 }
 
 /* For JNA callbacks and FFM upcalls: calls f(i) for i in 0..n-1 and sums the results. */

@@ -63,7 +63,7 @@ bool Simple(int code) {
 
 int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
                void* resource) {
-  JNIEnv* env = AttachedEnv();
+  JNIEnv* env = CallbackEnv();
   if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
   auto cb = static_cast<jobject>(resource);
   // Argument i as the Java side expects it: rvalue references become plain (borrowed) objects.
@@ -204,6 +204,16 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
   return rc == 0 ? 0 : -1;
 }
 
+// LongTrampoline's TypeError, out of line so the hot path builds no string.
+[[gnu::cold, gnu::noinline]] int LongArgError(const int* type_codes, int num_args) {
+  std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
+                     std::to_string(num_args) + " argument(s)";
+  if (num_args >= 1)
+    text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
+  TVMAPISetLastError(text.c_str());
+  return -1;
+}
+
 // The LongCallback fast path, a direct function (c_direct_api.h): one int in, one int written
 // straight into the caller's slot (no TVMCFuncSetReturn, no boxing); an exception is handed to
 // Callbacks.stash and crosses C as "Kind: message".
@@ -211,17 +221,16 @@ int LongTrampoline(void* resource, const TVMValue* args, const int* type_codes, 
                    TVMValue* ret_val, int* ret_type_code) {
   if (num_args != 1 ||
       (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt && type_codes[0] != kTVMArgBool)) {
-    std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
-                       std::to_string(num_args) + " argument(s)";
-    if (num_args >= 1)
-      text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
-    TVMAPISetLastError(text.c_str());
-    return -1;
+    return LongArgError(type_codes, num_args);
   }
-  JNIEnv* env = AttachedEnv();
+  JNIEnv* env = CallbackEnv();
   if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
-  jlong r = env->CallStaticLongMethod(g.callbacks_class, g.callbacks_invoke_long,
-                                      static_cast<jobject>(resource), args[0].v_int64);
+  // The array form: no va_list to build (the varargs wrapper spills every argument register).
+  jvalue jargs[2];
+  jargs[0].l = static_cast<jobject>(resource);
+  jargs[1].j = args[0].v_int64;
+  jlong r =
+      env->functions->CallStaticLongMethodA(env, g.callbacks_class, g.callbacks_invoke_long, jargs);
   if (env->ExceptionCheck()) return FailPending(env);
   ret_val->v_int64 = r;
   *ret_type_code = kTVMArgInt;

@@ -140,6 +140,7 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_polyffi_Native_call(JNIEnv* env, j
   auto* vals = reinterpret_cast<TVMValue*>(base);
   auto* codes = reinterpret_cast<int*>(base + 8 * static_cast<size_t>(cap));
   auto* out = reinterpret_cast<jlong*>(base + 12 * static_cast<size_t>(cap));
+  EnvScope scope(env);  // callbacks the callee makes on this thread use env (no GetEnv)
   Arena arena;
   TVMByteArray inline_bytes[kInlineArgs];
   std::vector<TVMByteArray> heap_bytes;

@@ -6,6 +6,7 @@
 namespace polyffi_jni {
 
 Globals g;
+__thread JNIEnv* tl_env = nullptr;
 
 namespace {
 

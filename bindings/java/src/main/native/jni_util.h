@@ -70,6 +70,32 @@ extern Globals g;
 // one attach per worker). nullptr when attaching failed.
 JNIEnv* AttachedEnv();
 
+// The JNIEnv of the Java native method this thread is inside, when that method set it with
+// EnvScope (nullptr otherwise). A callback reached from such a call reads it instead of asking
+// the JVM (GetEnv is ~65 instructions per callback); the pointer is valid exactly while the
+// native method runs, which the scope guarantees, so a thread that is detached and attached
+// again between calls can never see a stale one. __thread rather than thread_local: a plain
+// pointer needs no per-access initialisation check (thread_local across translation units does).
+extern __thread JNIEnv* tl_env;
+
+// Sets tl_env for the duration of one native method (nested calls restore the outer value).
+class EnvScope {
+ public:
+  explicit EnvScope(JNIEnv* env) : prev_(tl_env) { tl_env = env; }
+  ~EnvScope() { tl_env = prev_; }
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+
+ private:
+  JNIEnv* prev_;
+};
+
+// This thread's JNIEnv for a callback: the enclosing native method's, else AttachedEnv().
+inline JNIEnv* CallbackEnv() {
+  JNIEnv* env = tl_env;
+  return env != nullptr ? env : AttachedEnv();
+}
+
 // Throws the Java exception for a failed C call: the callback's own exception when it is the
 // one that failed, else an FFIException with the kind of TVMGetLastError().
 void ThrowLastError(JNIEnv* env);

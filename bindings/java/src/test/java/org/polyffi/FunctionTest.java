@@ -140,6 +140,23 @@ class FunctionTest {
   }
 
   @Test
+  void callLongPairSeesRawResultCodes() {
+    // Through the pair a result arrives with whatever type code the callee (or the runtime's
+    // adapter for a classic callee) wrote: a dtype, raw or as its string, is not an int and must
+    // be a TypeError, a bool is an int (0/1), and the generic call still reads both.
+    try (Function dtype = Function.convert(a -> DataType.FLOAT32);
+        Function truth = Function.convert(a -> (Long) a[0] > 0)) {
+      FFIException e = assertThrows(FFIException.class, () -> dtype.callLong(1));
+      assertEquals("TypeError", e.getKind());
+      assertTrue(e.getMessage().contains("expected an int result but got"), e.getMessage());
+      assertEquals("float32", String.valueOf(dtype.call(1L)));
+      assertEquals(1, truth.callLong(5));
+      assertEquals(0, truth.callLong(-5));
+      assertEquals(Boolean.TRUE, truth.call(5L));
+    }
+  }
+
+  @Test
   void registerListRemove() {
     try (Function f = Function.register("java.test.twice", args -> 2 * (Long) args[0], false)) {
       assertTrue(Function.listGlobalNames().contains("java.test.twice"));

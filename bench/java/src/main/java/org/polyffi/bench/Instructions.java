@@ -10,7 +10,7 @@ import org.polyffi.Module;
  * with JVM start-up, class loading and JIT compilation cancelled out.
  *
  * <p>usage: Instructions CASE N, CASE one of add3.polyffi, add3.jni, add3.packed, nop.polyffi,
- * nop.jni, callback.long, callback.object, callback.jni.
+ * add3.direct, nop.jni, callback.long, callback.object, callback.jni, callback.jnicheck.
  */
 public final class Instructions {
   private Instructions() {}
@@ -31,6 +31,7 @@ public final class Instructions {
         Function longCb = Function.convertLong(x -> x);
         Function objCb = Function.convert(a -> a[0])) {
       long fn = add3.address();
+      long[] pair = PlainJni.getDirect(fn);
       java.util.function.LongUnaryOperator c;
       switch (name) {
         case "add3.polyffi":
@@ -57,6 +58,14 @@ public final class Instructions {
                 return s;
               };
           break;
+        case "add3.direct":
+          c =
+              k -> {
+                long s = 0;
+                for (long i = 0; i < k; i++) s += PlainJni.directAdd3(pair[0], pair[1], i, 2, 3);
+                return s;
+              };
+          break;
         case "nop.polyffi":
           c =
               k -> {
@@ -79,6 +88,9 @@ public final class Instructions {
           break;
         case "callback.jni":
           c = PlainJni::callbackLoop;
+          break;
+        case "callback.jnicheck":
+          c = PlainJni::callbackLoopChecked;
           break;
         default:
           throw new IllegalArgumentException("unknown case " + name);

@@ -60,6 +60,7 @@ public final class Paired {
         Function longCb = Function.convertLong(x -> x);
         Function objCb = Function.convert(a -> a[0])) {
       long fn = add3.address();
+      long[] pair = PlainJni.getDirect(fn);
       Jna.LongFn jnaCb = i -> i;
       System.out.printf(
           "%-58s %9s %9s %8s%n", "pair (ours vs floor)", "ours ns", "floor ns", "ratio");
@@ -86,6 +87,19 @@ public final class Paired {
           () -> {
             long s = 0;
             for (long i = 0; i < n; i++) s += PlainJni.packedAdd3(fn, i, 2, 3);
+            return s;
+          },
+          n);
+      pair(
+          "add3 fast path vs plain JNI calling the direct pair",
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += add3.callLong(i, 2, 3);
+            return s;
+          },
+          () -> {
+            long s = 0;
+            for (long i = 0; i < n; i++) s += PlainJni.directAdd3(pair[0], pair[1], i, 2, 3);
             return s;
           },
           n);
@@ -117,6 +131,11 @@ public final class Paired {
           "C->Java LongCallback (call_n) vs JNI CallStaticLongMethod",
           () -> (Long) callN.call(longCb, n),
           () -> PlainJni.callbackLoop(n),
+          n);
+      pair(
+          "C->Java LongCallback (call_n) vs JNI loop + ExceptionCheck",
+          () -> (Long) callN.call(longCb, n),
+          () -> PlainJni.callbackLoopChecked(n),
           n);
       pair(
           "C->Java Callback(Object...) (call_n) vs JNI CallStaticLongMethod",

@@ -21,6 +21,14 @@ public final class PlainJni {
   /** C calls {@link #callback(long)} n times through CallStaticLongMethod; returns the sum. */
   public static native long callbackLoop(long n);
 
+  /** callbackLoop plus the ExceptionCheck a correct callback needs after each upcall. */
+  public static native long callbackLoopChecked(long n);
+
+  /** TVMFuncGetDirect(fn) as {func, res}; directAdd3 calls that pair with 3 ints. */
+  public static native long[] getDirect(long fn);
+
+  public static native long directAdd3(long func, long res, long a, long b, long c);
+
   /**
    * op.applyAsLong(n) called from C: the one region bench/java/instructions.sh counts (callgrind
    * --toggle-collect on this native method).
