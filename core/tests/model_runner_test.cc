@@ -540,6 +540,42 @@ TEST(GraphRunner, LoadParamsInPlace) {
   EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
 }
 
+TEST(GraphRunner, LoadParamsWhileThreadsRun) {
+  // Calls in flight keep the weights they started with; every call sees whole weights, never a
+  // half-swapped runner (this test runs in the TSan job too).
+  const std::string dir = kTvm018 + "/digits_b1";
+  Fixture fx(dir, "io.txt");
+  Val factory = Load(dir + "/factory.so");
+  Val runner = MakeRunner("polyffi.runner.graph", factory);
+  std::string params = ReadFile(dir + "/params.bin");
+  TVMByteArray blob{params.data(), params.size()};
+  TVMValue bv;
+  bv.v_handle = &blob;
+  std::atomic<bool> done{false};
+  std::atomic<int> mismatches{0}, failures{0}, calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      try {
+        Fn run(runner.v.v_handle, "run");
+        while (!done.load() || calls.load() < 30) {
+          if (Outputs(RunGraph(run.h, fx)) != fx.outputs) ++mismatches;
+          ++calls;
+        }
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  Fn load_params(runner.v.v_handle, "load_params");
+  for (int i = 0; i < 10; ++i) Call(load_params.h, {bv}, {kTVMBytes});
+  done = true;
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GE(calls.load(), 30);
+}
+
 TEST(GraphRunner, FlatHostBuffersTakeTheInputsShape) {
   // digits_b1's input is [1, 64]: a flat 64-float view goes in as it is; so does a flat output.
   const std::string dir = kTvm018 + "/digits_b1";
