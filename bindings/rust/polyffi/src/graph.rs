@@ -5,13 +5,8 @@
 //! [`GraphModule::infer`] takes `&self`, is stateless (inputs in, outputs out) and runs on an
 //! executor of the runner's pool, which share the model's weights, so one `GraphModule` (`Send +
 //! Sync`) serves many threads at once without a lock.
-use crate::errors::{Error, Result};
-use crate::function::Function;
-use crate::ndarray::NDArray;
-use crate::registry::Module;
-use crate::value::{ToArg, Value};
-use crate::vm::VmArg;
-use crate::Device;
+use crate::vm::{call_staged, Output};
+use crate::{Array, Device, Error, Function, Module, NDArray, Result, ToArg, Value, VmArg};
 use std::sync::{Arc, RwLock};
 
 /// A graph-executor module, as `tvm.graph_executor.create(graph_json, lib, dev_type, dev_id)`
@@ -119,7 +114,7 @@ impl GraphModule {
     /// Runs the graph on `inputs` (by position: the graph's inputs that are not weights, in
     /// order) and returns every output as a new array. Stateless and thread-safe.
     pub fn infer(&self, inputs: &[&dyn VmArg]) -> Result<Vec<NDArray>> {
-        outputs(crate::vm::call_staged(&self.runner_run()?, &[], inputs)?)
+        outputs(call_staged(&self.runner_run()?, &[], inputs)?)
     }
 
     /// [`infer`](Self::infer) on the core's worker pool: the arrays are retained until the call
@@ -136,29 +131,15 @@ impl GraphModule {
 
     /// As [`infer`](Self::infer) with inputs by name.
     pub fn infer_named(&self, inputs: &[(&str, &dyn VmArg)]) -> Result<Vec<NDArray>> {
-        let run = self.runner_run()?;
-        let names: Vec<Value> = inputs
-            .iter()
-            .map(|(n, _)| Value::Str(n.to_string()))
-            .collect();
-        let mut args: Vec<&dyn VmArg> = Vec::with_capacity(2 * inputs.len());
-        for (name, (_, a)) in names.iter().zip(inputs) {
-            args.push(name);
-            args.push(*a);
-        }
-        outputs(crate::vm::call_staged(&run, &[], &args)?)
+        let args: Vec<&dyn VmArg> = inputs.iter().flat_map(|(n, a)| [n as _, *a]).collect();
+        outputs(call_staged(&self.runner_run()?, &[], &args)?)
     }
 
     /// The graph's inputs that are not weights: what [`infer`](Self::infer) takes by position.
     pub fn input_names(&self) -> Result<Vec<String>> {
         let runner = self.runner().ok_or_else(no_runner)?;
-        match runner.function("input_names")?.invoke::<Value>(())? {
-            Value::Array(a) => a.to_vec()?.into_iter().map(String::try_from).collect(),
-            other => Err(Error::type_error(format!(
-                "input_names returned a {}",
-                other.type_name()
-            ))),
-        }
+        let names: Array = runner.function("input_names")?.invoke(())?;
+        names.to_vec()?.into_iter().map(String::try_from).collect()
     }
 
     /// The core's model runner behind [`infer`](Self::infer), if any.
@@ -243,12 +224,7 @@ fn no_runner() -> Error {
     )
 }
 
+/// The runner's outputs (an Array of arrays) as a `Vec`.
 fn outputs(v: Value) -> Result<Vec<NDArray>> {
-    match v {
-        Value::Array(a) => a.to_vec()?.into_iter().map(NDArray::try_from).collect(),
-        other => Err(Error::type_error(format!(
-            "the graph runner returned a {}",
-            other.type_name()
-        ))),
-    }
+    Output::from_value(v)?.into_tensors()
 }
