@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A compiled model run by the graph executor: what {@code tvm.graph_executor.create(graph_json,
@@ -24,12 +25,9 @@ import java.util.Set;
  */
 public final class GraphModule implements AutoCloseable {
   private final Module module;
-  private final Function setInput;
-  private final Function run;
-  private final Function getOutput;
-  private final Function getNumOutputs;
-  private final Function getInputIndex;
-  private final Function loadParams;
+
+  /** The executor's functions, each looked up once. */
+  private final Map<String, Function> functions = new ConcurrentHashMap<>();
 
   /** A model runner and its run function (replaced as a whole by loadParams). */
   private static final class Runner {
@@ -40,12 +38,7 @@ public final class GraphModule implements AutoCloseable {
     Runner(Module module) {
       this.module = module;
       this.run = module.getFunction("run");
-      List<String> names = new ArrayList<>();
-      try (Function f = module.getFunction("input_names");
-          ArrayObject arr = (ArrayObject) f.call()) {
-        for (Object x : arr) names.add((String) x);
-      }
-      this.inputNames = List.copyOf(names);
+      this.inputNames = List.copyOf(VirtualMachine.strings(module, "input_names"));
     }
 
     void close() {
@@ -78,17 +71,11 @@ public final class GraphModule implements AutoCloseable {
               + " module.getFunction(\"default\").call(device), or use"
               + " GraphModule.fromFactory(module, device)");
     }
-    List<Function> got = new ArrayList<>();
+    this.module = module;
     try {
-      setInput = fn(module, "set_input", got);
-      run = fn(module, "run", got);
-      getOutput = fn(module, "get_output", got);
-      getNumOutputs = fn(module, "get_num_outputs", got);
-      getInputIndex = module.getFunction("get_input_index", false);
-      if (getInputIndex != null) got.add(getInputIndex);
-      loadParams = fn(module, "load_params", got);
+      for (String name : List.of("set_input", "run", "get_output")) fn(name);
     } catch (RuntimeException e) {
-      for (Function f : got) f.close();
+      closeFunctions();
       if (e instanceof FFIException && "AttributeError".equals(((FFIException) e).getKind())) {
         throw new FFIException(
             "TypeError",
@@ -100,16 +87,16 @@ public final class GraphModule implements AutoCloseable {
       }
       throw e;
     }
-    this.module = module;
   }
 
   private static final Set<String> FACTORY_KEYS =
       Set.of("GraphExecutorFactory", "GraphRuntimeFactory");
 
-  private static Function fn(Module m, String name, List<Function> got) {
-    Function f = m.getFunction(name);
-    got.add(f);
-    return f;
+  /** The executor's function name (AttributeError when it has none). */
+  private Function fn(String name) {
+    ensureOpen();
+    Function f = functions.get(name);
+    return f != null ? f : functions.computeIfAbsent(name, module::getFunction);
   }
 
   /**
@@ -135,9 +122,7 @@ public final class GraphModule implements AutoCloseable {
               + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
     }
     make.close();
-    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
-      return withRunner((Module) f.call(factory, (long) device.type(), (long) device.id()));
-    }
+    return fromRunner(factory, (long) device.type(), (long) device.id());
   }
 
   /**
@@ -148,26 +133,18 @@ public final class GraphModule implements AutoCloseable {
     Objects.requireNonNull(graphJson, "graphJson");
     Objects.requireNonNull(lib, "lib");
     Objects.requireNonNull(device, "device");
-    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
-      return withRunner(
-          (Module)
-              f.call(graphJson, lib, (Object) params, (long) device.type(), (long) device.id()));
-    }
+    return fromRunner(graphJson, lib, params, (long) device.type(), (long) device.id());
   }
 
-  private static GraphModule withRunner(Module made) {
-    try {
+  /** A GraphModule over polyffi.runner.graph(args...) and the runner's own executor. */
+  private static GraphModule fromRunner(Object... args) {
+    Module made;
+    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
+      made = (Module) f.call(args);
+    }
+    try (Function executor = made.getFunction("executor")) {
       Runner r = new Runner(made);
-      GraphModule gm;
-      try (Function executor = made.getFunction("executor")) {
-        Module m = (Module) executor.call();
-        try {
-          gm = new GraphModule(m);
-        } catch (RuntimeException e) {
-          m.close();
-          throw e;
-        }
-      }
+      GraphModule gm = wrap((Module) executor.call());
       gm.runner = r;
       return gm;
     } catch (RuntimeException e) {
@@ -176,20 +153,20 @@ public final class GraphModule implements AutoCloseable {
     }
   }
 
+  /** new GraphModule(m), or m closed when it is not an executor. */
+  private static GraphModule wrap(Module m) {
+    try {
+      return new GraphModule(m);
+    } catch (RuntimeException e) {
+      m.close();
+      throw e;
+    }
+  }
+
   /** Builds an executor for graphJson over the model library lib on device. */
   public static GraphModule create(String graphJson, Module lib, Device device) {
     try (Function create = Function.getGlobal("tvm.graph_executor.create")) {
-      Object m = create.call(graphJson, lib, (long) device.type(), (long) device.id());
-      if (!(m instanceof Module)) {
-        throw new FFIException(
-            "TypeError", "tvm.graph_executor.create returned " + Function.describe(m));
-      }
-      try {
-        return new GraphModule((Module) m);
-      } catch (RuntimeException e) {
-        ((Module) m).close();
-        throw e;
-      }
+      return wrap((Module) create.call(graphJson, lib, (long) device.type(), (long) device.id()));
     }
   }
 
@@ -198,50 +175,41 @@ public final class GraphModule implements AutoCloseable {
   }
 
   public void setInput(String name, NDArray value) {
-    ensureOpen();
-    setInput.call(name, value);
+    fn("set_input").call(name, value);
   }
 
   public void setInput(int index, NDArray value) {
-    ensureOpen();
-    setInput.call((long) index, value);
+    fn("set_input").call((long) index, value);
   }
 
   public void run() {
-    ensureOpen();
-    run.call();
+    fn("run").call();
   }
 
   /** A new array holding output index (the caller closes it). */
   public NDArray getOutput(int index) {
-    ensureOpen();
-    return (NDArray) getOutput.call((long) index);
+    return (NDArray) fn("get_output").call((long) index);
   }
 
   /** Copies output index into out; returns out. */
   public NDArray getOutput(int index, NDArray out) {
-    ensureOpen();
-    Object r = getOutput.call((long) index, out);
+    Object r = fn("get_output").call((long) index, out);
     if (r instanceof AutoCloseable && r != out) ((NDArray) r).close();
     return out;
   }
 
   public int getNumOutputs() {
-    ensureOpen();
-    return Math.toIntExact((Long) getNumOutputs.call());
+    return Math.toIntExact((Long) fn("get_num_outputs").call());
   }
 
   /** The index of input name, -1 when there is none. */
   public int getInputIndex(String name) {
-    ensureOpen();
-    if (getInputIndex == null) throw new FFIException("AttributeError", "no get_input_index");
-    return Math.toIntExact((Long) getInputIndex.call(name));
+    return Math.toIntExact((Long) fn("get_input_index").call(name));
   }
 
   /** Loads params into the executor; {@link #infer} takes them too (through a new runner). */
   public synchronized void loadParams(byte[] params) {
-    ensureOpen();
-    loadParams.call((Object) params);
+    fn("load_params").call((Object) params);
     Runner old = runner;
     if (old != null) {
       try (Function with = old.module.getFunction("with_params")) {
@@ -310,16 +278,16 @@ public final class GraphModule implements AutoCloseable {
   @Override
   public synchronized void close() {
     closed = true;
-    setInput.close();
-    run.close();
-    getOutput.close();
-    getNumOutputs.close();
-    if (getInputIndex != null) getInputIndex.close();
-    loadParams.close();
+    closeFunctions();
     module.close();
     Runner r = runner;
     if (r != null) r.close();
     for (Runner old : retired) old.close();
     retired.clear();
+  }
+
+  private void closeFunctions() {
+    for (Function f : functions.values()) f.close();
+    functions.clear();
   }
 }

@@ -108,34 +108,25 @@ public final class VirtualMachine implements AutoCloseable {
    * {@link #invoke}. A missing name is an FFIException of kind AttributeError naming it.
    */
   public Function getFunction(String name) {
-    Objects.requireNonNull(name, "name");
-    ensureOpen();
-    Function f = functions.get(name);
+    Function f = lookup(name);
     if (f == null) {
-      f = module.getFunction(name, false);
-      if (f == null) {
-        throw new FFIException(
-            "AttributeError", "VirtualMachine: the executable has no function '" + name + "'");
-      }
-      Function raced = functions.putIfAbsent(name, f);
-      if (raced != null) {
-        f.close();
-        f = raced;
-      }
+      throw new FFIException(
+          "AttributeError", "VirtualMachine: the executable has no function '" + name + "'");
     }
     return f;
   }
 
   /** Whether the executable has a function name. */
   public boolean hasFunction(String name) {
+    return lookup(name) != null;
+  }
+
+  /** The VM module's function name, looked up once; null when it has none. */
+  private Function lookup(String name) {
+    Objects.requireNonNull(name, "name");
     ensureOpen();
-    if (functions.containsKey(name)) return true;
-    try {
-      getFunction(name);
-      return true;
-    } catch (FFIException missing) {
-      return false;
-    }
+    Function f = functions.get(name);
+    return f != null ? f : functions.computeIfAbsent(name, n -> module.getFunction(n, false));
   }
 
   /** Runs VM function name (thread-safe): an NDArray, or a List of results for a tuple. */
@@ -174,7 +165,7 @@ public final class VirtualMachine implements AutoCloseable {
   public CompletableFuture<Object> invokeAsync(Executor executor, String name, Object... args) {
     getFunction(name); // a missing name fails now
     Object[] copy = args.clone();
-    return CompletableFuture.supplyAsync(() -> callRun(run, name, copy), executor);
+    return CompletableFuture.supplyAsync(() -> invoke(name, copy), executor);
   }
 
   /** Stores the inputs of funcName for {@link #invokeStateful} (the VM copies them). */
@@ -210,11 +201,7 @@ public final class VirtualMachine implements AutoCloseable {
   /** The parameter names of funcName, in order. */
   public List<String> paramNames(String funcName) {
     ensureOpen();
-    List<String> out = new ArrayList<>();
-    try (Function names = runner.getFunction("param_names")) {
-      for (Object x : (List<?>) convertResult(names.call(funcName))) out.add((String) x);
-    }
-    return out;
+    return strings(runner, "param_names", funcName);
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
@@ -255,8 +242,17 @@ public final class VirtualMachine implements AutoCloseable {
     return all;
   }
 
+  /** module.fname(args...), an Array of strings, as a List. */
+  static List<String> strings(Module module, String fname, Object... args) {
+    List<String> out = new ArrayList<>();
+    try (Function f = module.getFunction(fname)) {
+      for (Object x : (List<?>) convertResult(f.call(args))) out.add((String) x);
+    }
+    return out;
+  }
+
   /** An Array result becomes a List (recursively); the container is released. */
-  private static Object convertResult(Object r) {
+  static Object convertResult(Object r) {
     if (r instanceof ArrayObject) {
       ArrayObject arr = (ArrayObject) r;
       try {
