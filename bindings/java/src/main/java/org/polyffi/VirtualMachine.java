@@ -3,6 +3,7 @@ package org.polyffi;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -37,15 +38,9 @@ public final class VirtualMachine implements AutoCloseable {
   /** The VM's storage allocator, as vm_initialization numbers them. */
   public enum Allocator {
     /** One aligned allocation per tensor (TVM's 1). */
-    NAIVE("naive"),
+    NAIVE,
     /** Freed buffers kept and reused by size (TVM's 2, its default). */
-    POOLED("pooled");
-
-    final String config;
-
-    Allocator(String config) {
-      this.config = config;
-    }
+    POOLED
   }
 
   private final Module runner;
@@ -70,11 +65,11 @@ public final class VirtualMachine implements AutoCloseable {
     Objects.requireNonNull(device, "device");
     Objects.requireNonNull(allocator, "allocator");
     // The runner refuses a library that is not a relax VM executable (TypeError).
-    Object r;
+    Module made;
     try (Function make = Function.getGlobal("polyffi.runner.vm")) {
-      r = make.call(lib, (long) device.type(), (long) device.id(), allocator.config);
+      String memoryCfg = allocator.name().toLowerCase(Locale.ROOT);
+      made = (Module) make.call(lib, (long) device.type(), (long) device.id(), memoryCfg);
     }
-    Module made = (Module) r;
     try {
       this.run = made.getFunction("run");
       try (Function vm = made.getFunction("vm")) {
@@ -132,7 +127,7 @@ public final class VirtualMachine implements AutoCloseable {
   /** Runs VM function name (thread-safe): an NDArray, or a List of results for a tuple. */
   public Object invoke(String name, Object... args) {
     getFunction(name); // a missing name: AttributeError naming it
-    return callRun(run, name, args);
+    return convertResult(run.call(runArgs(name, args)));
   }
 
   /** {@link #invoke} as an NDArray; an FFIException of kind TypeError for a tuple result. */
@@ -156,7 +151,7 @@ public final class VirtualMachine implements AutoCloseable {
     try {
       all = runArgs(name, args);
     } catch (FFIException e) {
-      return CompletableFuture.failedFuture(e);
+      return CompletableFuture.failedFuture(e); // argument errors fail the future, as in callAsync
     }
     return run.submitAsync(all, VirtualMachine::convertResult);
   }
@@ -170,12 +165,12 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** Stores the inputs of funcName for {@link #invokeStateful} (the VM copies them). */
   public void setInput(String funcName, Object... args) {
-    closeAll(callRun(getFunction("set_input"), funcName, args));
+    getFunction("set_input").call(runArgs(funcName, args));
   }
 
   /** Runs funcName on the inputs given to {@link #setInput}. */
   public void invokeStateful(String funcName) {
-    closeAll(getFunction("invoke_stateful").call(funcName));
+    getFunction("invoke_stateful").call(funcName);
   }
 
   /** The result of the last {@link #invokeStateful} of funcName: an NDArray or a List. */
@@ -221,12 +216,10 @@ public final class VirtualMachine implements AutoCloseable {
 
   // ---- arguments and results ---------------------------------------------------------------
 
-  /** f(name, args...): Lists as runtime Arrays (by the value conversion), the result converted. */
-  private static Object callRun(Function f, String name, Object[] args) {
-    return convertResult(f.call(runArgs(name, args)));
-  }
-
-  /** (name, args...) for the runner; a ByteBuffer is a TypeError (it has no shape or dtype). */
+  /**
+   * (name, args...): the arguments of the runner's run and of the VM's set_input. A ByteBuffer is a
+   * TypeError pointing to NDArray.fromBuffer (it has no shape or dtype).
+   */
   private static Object[] runArgs(String name, Object[] args) {
     Object[] all = new Object[args.length + 1];
     all[0] = name;
