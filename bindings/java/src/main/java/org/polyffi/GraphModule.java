@@ -104,24 +104,18 @@ public final class GraphModule implements AutoCloseable {
    * params already set). The factory stays the caller's; closing it does not end the executor.
    */
   public static GraphModule fromFactory(Module factory, Device device) {
-    return fromFactory(factory, "default", device);
-  }
-
-  /** As {@link #fromFactory(Module, Device)} for a model exported under another module name. */
-  public static GraphModule fromFactory(Module factory, String moduleName, Device device) {
     Objects.requireNonNull(factory, "factory");
     Objects.requireNonNull(device, "device");
-    Function make = factory.getFunction(moduleName, false);
-    if (make == null) {
-      throw new FFIException(
-          "AttributeError",
-          "GraphModule.fromFactory: a "
-              + factory.typeKey()
-              + " module has no function '"
-              + moduleName
-              + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
+    try (Function make = factory.getFunction("default", false)) {
+      if (make == null) {
+        throw new FFIException(
+            "AttributeError",
+            "GraphModule.fromFactory: a "
+                + factory.typeKey()
+                + " module has no function 'default' (expected a GraphExecutorFactory loaded from"
+                + " TVM's export_library)");
+      }
     }
-    make.close();
     return fromRunner(factory, (long) device.type(), (long) device.id());
   }
 
@@ -262,12 +256,9 @@ public final class GraphModule implements AutoCloseable {
     return r;
   }
 
+  @SuppressWarnings("unchecked") // the runner returns an Array of arrays
   private static List<NDArray> outputs(Object r) {
-    List<NDArray> out = new ArrayList<>();
-    try (ArrayObject arr = (ArrayObject) r) {
-      for (Object x : arr) out.add((NDArray) x);
-    }
-    return out;
+    return (List<NDArray>) VirtualMachine.convertResult(r);
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
