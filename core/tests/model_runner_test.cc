@@ -290,6 +290,94 @@ TEST(VMRunner, StatefulVMStillWorks) {
   EXPECT_STREQ(p0.v.v_str, "data");
 }
 
+/*! \brief fn(name, extra...) on a runner's function: a str then the given values. */
+Val CallNamed(TVMFunctionHandle fn, const char* name, std::vector<TVMValue> v, std::vector<int> c) {
+  TVMValue head;
+  head.v_str = name;
+  v.insert(v.begin(), head);
+  c.insert(c.begin(), kTVMStr);
+  return Call(fn, v, c);
+}
+
+TEST(VMRunner, StatefulAPIOnTheRunner) {
+  // mlp_params: forward(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias); two_outputs a tuple.
+  Fixture fx(kRelax + "/mlp_params", "b1_io.txt");
+  Val lib = Load(kRelax + "/mlp_params.so");
+  Val runner = MakeRunner("polyffi.runner.vm", lib);
+  Fn set_input(runner.v.v_handle, "set_input");
+  Fn set_named(runner.v.v_handle, "set_input_named");
+  Fn invoke(runner.v.v_handle, "invoke_stateful");
+  Fn get_outputs(runner.v.v_handle, "get_outputs");
+  EXPECT_NE(ErrorOf([&] { CallNamed(get_outputs.h, "forward", {}, {}); }).find("ValueError"),
+            std::string::npos);
+  std::vector<int> codes(fx.inputs.size(), kTVMNDArrayHandle);
+  CallNamed(set_input.h, "forward", fx.Values(), codes);
+  CallNamed(invoke.h, "forward", {}, {});
+  Val out = CallNamed(get_outputs.h, "forward", {}, {});
+  ASSERT_EQ(out.code, kTVMNDArrayHandle);
+  EXPECT_EQ(Outputs(out), fx.outputs);
+  // By name, out of order, after one positional value.
+  std::vector<TVMValue> v(1);
+  std::vector<int> c{kTVMArgInt, kTVMNDArrayHandle};
+  v[0].v_int64 = 1;
+  v.push_back(fx.Values()[0]);
+  for (size_t i = fx.inputs.size(); i-- > 1;) {
+    v.push_back(TVMValue{});
+    v.back().v_str = fx.names[i].c_str();
+    c.push_back(kTVMStr);
+    v.push_back(fx.Values()[i]);
+    c.push_back(kTVMNDArrayHandle);
+  }
+  CallNamed(set_named.h, "forward", v, c);
+  CallNamed(invoke.h, "forward", {}, {});
+  EXPECT_EQ(Outputs(CallNamed(get_outputs.h, "forward", {}, {})), fx.outputs);
+  // One message per mistake: unknown (sorted), twice, missing (in parameter order).
+  auto named_error = [&](std::vector<TVMValue> nv, std::vector<int> nc) {
+    return ErrorOf([&] { CallNamed(set_named.h, "forward", nv, nc); });
+  };
+  TVMValue args[5];
+  args[0].v_int64 = 0;
+  args[1].v_str = "zz";
+  args[2] = fx.Values()[0];
+  args[3].v_str = "aa";
+  args[4] = fx.Values()[0];
+  EXPECT_NE(named_error({args[0], args[1], args[2], args[3], args[4]},
+                        {kTVMArgInt, kTVMStr, kTVMNDArrayHandle, kTVMStr, kTVMNDArrayHandle})
+                .find("TypeError: set_input: forward has no parameter aa, zz"),
+            std::string::npos);
+  args[0].v_int64 = 1;
+  args[1] = fx.Values()[0];
+  args[2].v_str = "x";
+  args[3] = fx.Values()[0];
+  EXPECT_NE(named_error({args[0], args[1], args[2], args[3]},
+                        {kTVMArgInt, kTVMNDArrayHandle, kTVMStr, kTVMNDArrayHandle})
+                .find("TypeError: set_input: parameter x given twice"),
+            std::string::npos);
+  args[0].v_int64 = 0;
+  args[1].v_str = "fc1.bias";
+  args[2] = fx.Values()[2];
+  EXPECT_NE(named_error({args[0], args[1], args[2]}, {kTVMArgInt, kTVMStr, kTVMNDArrayHandle})
+                .find("TypeError: set_input: missing parameter x, fc1.weight, fc2.weight, "
+                      "fc2.bias"),
+            std::string::npos);
+  args[0].v_int64 = 0;
+  EXPECT_NE(
+      named_error({args[0], args[1]}, {kTVMArgInt, kTVMStr}).find("TypeError: set_input_named"),
+      std::string::npos);
+  // A tuple result comes back as an Array of its arrays.
+  Fixture two(kRelax + "/two_outputs", "b1_io.txt");
+  Val lib2 = Load(kRelax + "/two_outputs.so");
+  Val runner2 = MakeRunner("polyffi.runner.vm", lib2);
+  Fn set_input2(runner2.v.v_handle, "set_input");
+  Fn invoke2(runner2.v.v_handle, "invoke_stateful");
+  Fn get_outputs2(runner2.v.v_handle, "get_outputs");
+  CallNamed(set_input2.h, "forward", two.Values(), {kTVMNDArrayHandle, kTVMNDArrayHandle});
+  CallNamed(invoke2.h, "forward", {}, {});
+  Val pair = CallNamed(get_outputs2.h, "forward", {}, {});
+  ASSERT_EQ(ArraySize(pair), 2);
+  EXPECT_EQ(Outputs(pair), two.outputs);
+}
+
 /*! \brief runner.run(inputs by position) of a graph runner. */
 Val RunGraph(TVMFunctionHandle run, const Fixture& fx) {
   return Call(run, fx.Values(), std::vector<int>(fx.inputs.size(), kTVMNDArrayHandle));
@@ -380,9 +468,9 @@ TEST(GraphRunner, TypedErrors) {
   Fixture fx(dir, "io.txt");
   Val factory = Load(dir + "/factory.so");
   Val vm_lib = Load(kRelax + "/digits.so");
-  EXPECT_NE(ErrorOf([&] {
-              MakeRunner("polyffi.runner.graph", vm_lib);
-            }).find("TypeError: polyffi.runner.graph: module of type"),
+  EXPECT_NE(ErrorOf([&] { MakeRunner("polyffi.runner.graph", vm_lib); })
+                .find("module is not a GraphExecutorFactory (a library exported by TVM, which has "
+                      "'default')"),
             std::string::npos);
   Val runner = MakeRunner("polyffi.runner.graph", factory);
   Fn run(runner.v.v_handle, "run");
@@ -401,6 +489,134 @@ TEST(GraphRunner, TypedErrors) {
             "<no error>");
   // The runner still works after the errors (the executor went back to the pool intact).
   EXPECT_EQ(Outputs(RunGraph(run.h, fx)), fx.outputs);
+}
+
+TEST(GraphRunner, LoadParamsInPlace) {
+  const std::string dir = kTvm018 + "/digits_b1";
+  Fixture fx(dir, "io.txt");
+  Val lib = Load(dir + "/kernels.so");
+  std::string json = ReadFile(dir + "/graph.json");
+  std::string params = ReadFile(dir + "/params.bin");
+  std::vector<TVMValue> v(5);
+  v[0].v_str = json.c_str();
+  v[1] = lib.v;
+  v[2].v_handle = nullptr;
+  v[3].v_int64 = kDLCPU;
+  v[4].v_int64 = 0;
+  Val runner = Call(Global("polyffi.runner.graph"), v,
+                    {kTVMStr, kTVMModuleHandle, kTVMNullptr, kTVMArgInt, kTVMArgInt});
+  Fn input_names(runner.v.v_handle, "input_names");
+  Fn run(runner.v.v_handle, "run");
+  EXPECT_GT(ArraySize(Call(input_names.h, {}, {})), 1);  // the weights too, without params
+  Fn get_ex(runner.v.v_handle, "executor");
+  Val ex_before = Call(get_ex.h, {}, {});
+  Fn load_params(runner.v.v_handle, "load_params");
+  TVMByteArray blob{params.data(), params.size()};
+  TVMValue bv;
+  bv.v_handle = &blob;
+  TVMValue not_bytes;
+  not_bytes.v_int64 = 3;
+  EXPECT_NE(ErrorOf([&] { Call(load_params.h, {not_bytes}, {kTVMArgInt}); }).find("TypeError"),
+            std::string::npos);
+  Call(load_params.h, {bv}, {kTVMBytes});
+  // The same runner now takes only the data by position and gives TVM's outputs.
+  Val names = Call(input_names.h, {}, {});
+  ASSERT_EQ(ArraySize(names), 1);
+  EXPECT_STREQ(ArrayItem(names, 0).v.v_str, fx.names[0].c_str());
+  EXPECT_EQ(Outputs(RunGraph(run.h, fx)), fx.outputs);
+  // And its own executor (the same module) has the weights too.
+  Val ex = Call(get_ex.h, {}, {});
+  EXPECT_EQ(ex.v.v_handle, ex_before.v.v_handle);
+  Fn set_input(ex.v.v_handle, "set_input");
+  Fn ex_run(ex.v.v_handle, "run");
+  Fn get_output(ex.v.v_handle, "get_output");
+  TVMValue in[2];
+  in[0].v_str = "data";
+  in[1].v_handle = fx.inputs[0]->h;
+  Call(set_input.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
+  Call(ex_run.h, {}, {});
+  TVMValue zero;
+  zero.v_int64 = 0;
+  EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
+}
+
+TEST(GraphRunner, FlatHostBuffersTakeTheInputsShape) {
+  // digits_b1's input is [1, 64]: a flat 64-float view goes in as it is; so does a flat output.
+  const std::string dir = kTvm018 + "/digits_b1";
+  Fixture fx(dir, "io.txt");
+  Val factory = Load(dir + "/factory.so");
+  Val runner = MakeRunner("polyffi.runner.graph", factory);
+  Fn run(runner.v.v_handle, "run");
+  const DLTensor* in = fx.inputs[0]->h;
+  ASSERT_EQ(in->ndim, 2);
+  std::vector<float> data(64);
+  std::memcpy(data.data(), in->data, sizeof(float) * 64);
+  int64_t flat_shape[1] = {64};
+  DLTensor flat = *in;
+  flat.data = data.data();
+  flat.ndim = 1;
+  flat.shape = flat_shape;
+  flat.strides = nullptr;
+  flat.byte_offset = 0;
+  TVMValue fv;
+  fv.v_handle = &flat;
+  EXPECT_EQ(Outputs(Call(run.h, {fv}, {kTVMDLTensorHandle})), fx.outputs);
+  Fn get_ex(runner.v.v_handle, "executor");
+  Val ex = Call(get_ex.h, {}, {});
+  Fn set_input(ex.v.v_handle, "set_input");
+  Fn ex_run(ex.v.v_handle, "run");
+  Fn get_output(ex.v.v_handle, "get_output");
+  TVMValue key;
+  key.v_str = "data";
+  Call(set_input.h, {key, fv}, {kTVMStr, kTVMDLTensorHandle});
+  Call(ex_run.h, {}, {});
+  std::vector<char> out(fx.outputs[0].size());
+  int64_t out_shape[1] = {static_cast<int64_t>(out.size() / 4)};
+  DLTensor out_t = flat;
+  out_t.data = out.data();
+  out_t.shape = out_shape;
+  TVMValue ov[2];
+  ov[0].v_int64 = 0;
+  ov[1].v_handle = &out_t;
+  Call(get_output.h, {ov[0], ov[1]}, {kTVMArgInt, kTVMDLTensorHandle});
+  EXPECT_EQ(std::string(out.data(), out.size()), fx.outputs[0]);
+  // Another element count or dtype is still the shape error.
+  flat_shape[0] = 63;
+  EXPECT_NE(ErrorOf([&] {
+              Call(set_input.h, {key, fv}, {kTVMStr, kTVMDLTensorHandle});
+            }).find("ValueError: set_input: input 'data' expects [1, 64] float32 but got [63]"),
+            std::string::npos);
+  flat_shape[0] = 64;
+  flat.dtype.code = kDLInt;
+  EXPECT_NE(ErrorOf([&] {
+              Call(set_input.h, {key, fv}, {kTVMStr, kTVMDLTensorHandle});
+            }).find("ValueError"),
+            std::string::npos);
+}
+
+TEST(GraphRunner, CheckGraphExecutorGivesOneMessage) {
+  const std::string dir = kTvm018 + "/digits_b1";
+  Val factory = Load(dir + "/factory.so");
+  Val kernels = Load(dir + "/kernels.so");
+  TVMFunctionHandle check = Global("polyffi.runner.check_graph_executor");
+  std::string f = ErrorOf([&] { Call(check, {factory.v}, {kTVMModuleHandle}); });
+  EXPECT_NE(f.find("TypeError: GraphModule needs a graph executor, but this module is a "
+                   "GraphExecutorFactory (a library exported by TVM): call its default(device) "
+                   "first"),
+            std::string::npos)
+      << f;
+  std::string k = ErrorOf([&] { Call(check, {kernels.v}, {kTVMModuleHandle}); });
+  EXPECT_NE(k.find("TypeError: GraphModule needs a graph-executor module, not a "),
+            std::string::npos)
+      << k;
+  EXPECT_NE(k.find("(it lacks set_input / run / get_output)"), std::string::npos) << k;
+  TVMValue i;
+  i.v_int64 = 1;
+  EXPECT_NE(ErrorOf([&] { Call(check, {i}, {kTVMArgInt}); }).find("TypeError"), std::string::npos);
+  Val runner = MakeRunner("polyffi.runner.graph", factory);
+  Fn get_ex(runner.v.v_handle, "executor");
+  Val ex = Call(get_ex.h, {}, {});
+  EXPECT_EQ(ErrorOf([&] { Call(check, {ex.v}, {kTVMModuleHandle}); }), "<no error>");
 }
 
 /*!

@@ -79,6 +79,7 @@ class GraphExecutor {
     const Node& node = graph_.nodes[graph_.input_nodes[index]];
     DLTensor* src = TensorArg("set_input", array);
     TVMArrayHandle dst = EntryArray(graph_.input_nodes[index], 0);
+    if (CopyFlat(src, dst, src)) return MarkSet(index);
     CheckMatch([&] { return "set_input: input '" + node.name + "'"; }, dst, src);
     CopyChecked(src, dst);
     MarkSet(index);
@@ -106,6 +107,7 @@ class GraphExecutor {
   void CopyOutputTo(int64_t index, ArgValue out_arg) const {
     TVMArrayHandle src = Output(index);
     DLTensor* out = TensorArg("get_output", out_arg);
+    if (CopyFlat(src, out, out)) return;
     CheckMatch([&] { return "get_output: output " + std::to_string(index); }, src, out);
     CopyChecked(src, out);
   }
@@ -253,6 +255,31 @@ class GraphExecutor {
       return;
     }
     CheckCall(TVMArrayCopyFromTo(const_cast<DLTensor*>(src), dst, nullptr));
+  }
+
+  // The caller's flat host buffer (`given`: src or dst) for a tensor of another shape: when it is
+  // 1-D, both are compact CPU tensors of one dtype and one element count, copy the bytes as they
+  // are and return true (bindings pass a TypedArray / slice / Buffer without shaping it). False
+  // when the shapes already match or the rule does not apply (CheckMatch then reports it).
+  static bool CopyFlat(const DLTensor* src, DLTensor* dst, const DLTensor* given) {
+    if (given->ndim != 1 || src->ndim == dst->ndim || !SameDType(src->dtype, dst->dtype) ||
+        !IsCompact(*src) || !IsCompact(*dst) || src->device.device_type != kDLCPU ||
+        dst->device.device_type != kDLCPU) {
+      return false;
+    }
+    int64_t n_src = 1, n_dst = 1;
+    for (int i = 0; i < src->ndim; ++i) n_src *= src->shape[i];
+    for (int i = 0; i < dst->ndim; ++i) n_dst *= dst->shape[i];
+    if (n_src != n_dst || (n_src != 0 && (src->data == nullptr || dst->data == nullptr))) {
+      return false;
+    }
+    size_t n = (static_cast<size_t>(src->dtype.bits) * src->dtype.lanes + 7) / 8 *
+               static_cast<size_t>(n_src);
+    if (n != 0) {
+      std::memcpy(static_cast<char*>(dst->data) + dst->byte_offset,
+                  static_cast<const char*>(src->data) + src->byte_offset, n);
+    }
+    return true;
   }
 
   static bool IsCompact(const DLTensor& t) {

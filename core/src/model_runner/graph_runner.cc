@@ -22,8 +22,16 @@
 //   executor()      a graph executor of the runner's own, its weights set (a copy of them), for
 //                   TVM's stateful API (set_input, run, get_output): one caller at a time.
 //   pool_size()     how many executors the pool has made (diagnostics and tests).
+//   load_params(params)  these weights (a TVM params blob) from now on, in place: loaded into
+//                   executor() and into a new weights executor and pool for later run calls
+//                   (calls in flight finish on the old ones); input_names() leaves out the inputs
+//                   the blob names.
 //   with_params(params)  a new runner of the same graph and library with these weights (a TVM
 //                   params blob); this runner and the calls in flight on it are unchanged.
+//
+// polyffi.runner.check_graph_executor(module): the one check of every binding's GraphModule.
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_set>
@@ -86,20 +94,105 @@ class GraphRunner final : public ModuleObj {
   GraphRunner(std::string graph_json, ObjectPtr<ModuleObj> lib, std::string params, DLDevice dev)
       : graph_json_(std::move(graph_json)),
         lib_(std::move(lib)),
-        params_(std::move(params)),
         dev_(dev),
         create_(Global("tvm.graph_executor.create")),
-        weights_(Create()),
-        pool_([this] { return MakeShared(); }),
         own_(Create()) {
-    if (!params_.empty()) {
-      LoadParams(weights_.get());
-      LoadParams(own_.get());
+    if (!params.empty()) LoadParams(own_.get(), params);
+    model_ = MakeModel(std::move(params));
+    RetValue n;
+    std::vector<TVMValue> none;
+    std::vector<int> no_codes;
+    CallWith(ModuleFunction(own_.get(), "get_num_outputs", "the graph executor").get(), &none,
+             &no_codes, &n);
+    num_outputs_ = n.value().v_int64;
+  }
+  std::string type_key() const override { return "polyffi.GraphRunner"; }
+
+ protected:
+  ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
+    auto self = ObjectPtr<GraphRunner>::Borrow(this);
+    const std::string fname = "polyffi.GraphRunner." + name;
+    if (name == "run") {
+      return MakeFunction([self](const Args& args, RetValue* rv) { self->Run(args, rv); }, fname);
     }
+    if (name == "pool_size") {
+      return Accessor(
+          [self](RetValue* rv) { rv->SetInt(static_cast<int64_t>(self->Current()->pool->size())); },
+          fname);
+    }
+    if (name == "executor") {
+      return Accessor([self](RetValue* rv) { rv->SetObject(self->own_); }, fname);
+    }
+    if (name == "input_names") {
+      return Accessor(
+          [self](RetValue* rv) {
+            std::shared_ptr<const Model> m = self->Current();
+            auto arr = MakeObject<ArrayObj>();
+            arr->items.resize(m->inputs.size());
+            for (size_t i = 0; i < m->inputs.size(); ++i) arr->items[i].SetStr(m->inputs[i]);
+            rv->SetObject(std::move(arr));
+          },
+          fname);
+    }
+    if (name == "num_outputs") {
+      return Accessor([self](RetValue* rv) { rv->SetInt(self->num_outputs_); }, fname);
+    }
+    if (name == "signature") {
+      return Accessor(
+          [self](RetValue* rv) {
+            rv->SetStr(
+                GraphSignature(self->own_.get(), self->Current()->inputs, self->num_outputs_));
+          },
+          fname);
+    }
+    if (name == "with_params" || name == "load_params") {
+      const bool in_place = name == "load_params";
+      return MakeFunction(
+          [self, in_place](const Args& args, RetValue* rv) {
+            args.CheckArity(1);
+            if (args.code(0) != kTVMBytes) args.Mismatch(0, "bytes");
+            if (!in_place) {
+              return rv->SetObject(
+                  MakeObject<GraphRunner>(self->graph_json_, self->lib_, args.Str(0), self->dev_));
+            }
+            std::string params = args.Str(0);
+            std::shared_ptr<Model> next = self->MakeModel(params);  // may throw: nothing changed
+            LoadParams(self->own_.get(), params);
+            std::lock_guard<std::mutex> lock(self->model_mu_);
+            self->model_ = std::move(next);
+          },
+          fname);
+    }
+    return nullptr;
+  }
+
+ private:
+  /*!
+   * \brief The weights run uses: a params blob loaded into an executor that never runs, the pool
+   *  whose executors share them, and the inputs run takes by position (those the blob does not
+   *  name). load_params swaps in a new one; a call holds the one it started with.
+   */
+  struct Model {
+    std::string params;  // a TVM params blob, or empty
+    ObjectPtr<ModuleObj> weights;
+    std::unique_ptr<ExecutorPool> pool;
+    std::vector<std::string> inputs;
+  };
+
+  std::shared_ptr<const Model> Current() const {
+    std::lock_guard<std::mutex> lock(model_mu_);
+    return model_;
+  }
+
+  std::shared_ptr<Model> MakeModel(std::string params) const {
+    auto m = std::make_shared<Model>();
+    m->params = std::move(params);
+    m->weights = Create();
     std::unordered_set<std::string> params_names;
-    if (!params_.empty()) {
+    if (!m->params.empty()) {
+      LoadParams(m->weights.get(), m->params);
       RetValue map;
-      TVMByteArray b{params_.data(), params_.size()};
+      TVMByteArray b{m->params.data(), m->params.size()};
       std::vector<TVMValue> v(1);
       std::vector<int> c{kTVMBytes};
       v[0].v_handle = &b;
@@ -112,61 +205,13 @@ class GraphRunner final : public ModuleObj {
       }
     }
     for (std::string& name : GraphInputNames(graph_json_)) {
-      if (params_names.count(name) == 0) inputs_.push_back(std::move(name));
+      if (params_names.count(name) == 0) m->inputs.push_back(std::move(name));
     }
-    RetValue n;
-    std::vector<TVMValue> none;
-    std::vector<int> no_codes;
-    CallWith(ModuleFunction(own_.get(), "get_num_outputs", "the graph executor").get(), &none,
-             &no_codes, &n);
-    num_outputs_ = n.value().v_int64;
-  }
-  std::string type_key() const override { return "polyffi.GraphRunner"; }
-
- private:
-  template <typename R>
-  friend ObjectPtr<FunctionObj> model_runner::SharedFunction(R*, const std::string&, const char*);
-
- protected:
-  ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
-    if (ObjectPtr<FunctionObj> f = SharedFunction(this, name, "executor")) return f;
-    auto self = ObjectPtr<GraphRunner>::Borrow(this);
-    const std::string fname = "polyffi.GraphRunner." + name;
-    if (name == "input_names") {
-      return Accessor(
-          [self](RetValue* rv) {
-            auto arr = MakeObject<ArrayObj>();
-            arr->items.resize(self->inputs_.size());
-            for (size_t i = 0; i < self->inputs_.size(); ++i)
-              arr->items[i].SetStr(self->inputs_[i]);
-            rv->SetObject(std::move(arr));
-          },
-          fname);
-    }
-    if (name == "num_outputs") {
-      return Accessor([self](RetValue* rv) { rv->SetInt(self->num_outputs_); }, fname);
-    }
-    if (name == "signature") {
-      return Accessor(
-          [self](RetValue* rv) {
-            rv->SetStr(GraphSignature(self->own_.get(), self->inputs_, self->num_outputs_));
-          },
-          fname);
-    }
-    if (name == "with_params") {
-      return MakeFunction(
-          [self](const Args& args, RetValue* rv) {
-            args.CheckArity(1);
-            if (args.code(0) != kTVMBytes) args.Mismatch(0, "bytes");
-            rv->SetObject(
-                MakeObject<GraphRunner>(self->graph_json_, self->lib_, args.Str(0), self->dev_));
-          },
-          fname);
-    }
-    return nullptr;
+    const Model* raw = m.get();
+    m->pool = std::make_unique<ExecutorPool>([this, raw] { return MakeShared(*raw); });
+    return m;
   }
 
- private:
   ObjectPtr<ModuleObj> Create() const {
     std::vector<TVMValue> v(4);
     std::vector<int> c{kTVMStr, kTVMModuleHandle, kTVMArgInt, kTVMArgInt};
@@ -179,8 +224,8 @@ class GraphRunner final : public ModuleObj {
     return AsModule(made, "tvm.graph_executor.create");
   }
 
-  void LoadParams(ModuleObj* ex) const {
-    TVMByteArray b{params_.data(), params_.size()};
+  static void LoadParams(ModuleObj* ex, const std::string& params) {
+    TVMByteArray b{params.data(), params.size()};
     std::vector<TVMValue> v(1);
     std::vector<int> c{kTVMBytes};
     v[0].v_handle = &b;
@@ -189,13 +234,13 @@ class GraphRunner final : public ModuleObj {
   }
 
   /*! \brief A pool executor: its own activations, the weights executor's arrays. */
-  ObjectPtr<ModuleObj> MakeShared() const {
+  ObjectPtr<ModuleObj> MakeShared(const Model& m) const {
     ObjectPtr<ModuleObj> ex = Create();
-    if (!params_.empty()) {
-      TVMByteArray b{params_.data(), params_.size()};
+    if (!m.params.empty()) {
+      TVMByteArray b{m.params.data(), m.params.size()};
       std::vector<TVMValue> v(2);
       std::vector<int> c{kTVMModuleHandle, kTVMBytes};
-      v[0].v_handle = weights_.get();
+      v[0].v_handle = m.weights.get();
       v[1].v_handle = &b;
       RetValue ignored;
       CallWith(ModuleFunction(ex.get(), "share_params", "the graph executor").get(), &v, &c,
@@ -205,6 +250,8 @@ class GraphRunner final : public ModuleObj {
   }
 
   void Run(const Args& args, RetValue* rv) {
+    std::shared_ptr<const Model> m = Current();
+    const std::vector<std::string>& inputs = m->inputs;
     const int n = args.size();
     bool positional = n > 0 && args.code(0) != kTVMStr && args.code(0) != kTVMArgInt;
     std::vector<TVMValue> v;
@@ -217,13 +264,13 @@ class GraphRunner final : public ModuleObj {
     v.back().v_int64 = dev_.device_id;
     c = {kTVMArgInt, kTVMArgInt};
     if (positional) {
-      if (n != static_cast<int>(inputs_.size())) {
-        Throw("TypeError", "run: the graph takes ", inputs_.size(), " inputs (", Join(inputs_),
+      if (n != static_cast<int>(inputs.size())) {
+        Throw("TypeError", "run: the graph takes ", inputs.size(), " inputs (", Join(inputs),
               ") but ", n, " were given");
       }
       for (int i = 0; i < n; ++i) {
         v.push_back(TVMValue{});
-        v.back().v_str = inputs_[i].c_str();
+        v.back().v_str = inputs[i].c_str();
         c.push_back(kTVMStr);
         v.push_back(args.value(i));
         c.push_back(args.code(i));
@@ -238,7 +285,7 @@ class GraphRunner final : public ModuleObj {
         c.push_back(args.code(i));
       }
     }
-    Lease ex(&pool_);
+    Lease ex(m->pool.get());
     FunctionObj* f = ex->Function("run_from_inputs", "the graph executor");
     RetValue out;
     CallWith(f, &v, &c, &out);
@@ -253,13 +300,11 @@ class GraphRunner final : public ModuleObj {
 
   std::string graph_json_;
   ObjectPtr<ModuleObj> lib_;
-  std::string params_;  // a TVM params blob, or empty
   DLDevice dev_;
   ObjectPtr<FunctionObj> create_;
-  ObjectPtr<ModuleObj> weights_;
-  ExecutorPool pool_;
   ObjectPtr<ModuleObj> own_;
-  std::vector<std::string> inputs_;
+  mutable std::mutex model_mu_;  // guards model_ (a pointer copy per call)
+  std::shared_ptr<Model> model_;
   int64_t num_outputs_ = 0;
 };
 
@@ -270,9 +315,9 @@ ObjectPtr<ModuleObj> FromFactory(const Args& args, ModuleObj* factory, DLDevice 
   auto get_json = factory->GetFunction("get_graph_json", false);
   auto get_params = factory->GetFunction("get_graph_params", false);
   if (!get_json || !get_params) {
-    Throw("TypeError", args.fname(), ": module of type '", factory->type_key(),
-          "' is not a GraphExecutorFactory (a TVM graph export); a relax VM executable goes to "
-          "polyffi.runner.vm");
+    Throw("TypeError", args.fname(), ": a ", factory->type_key(),
+          " module is not a GraphExecutorFactory (a library exported by TVM, which has "
+          "'default'); a relax VM executable goes to polyffi.runner.vm");
   }
   auto imports = factory->imports();
   if (imports.empty()) Throw("ValueError", args.fname(), ": the factory has no library imported");
@@ -287,6 +332,24 @@ ObjectPtr<ModuleObj> FromFactory(const Args& args, ModuleObj* factory, DLDevice 
   CallWith(Global("runtime.SaveParams").get(), &v, &c, &blob);
   return MakeObject<GraphRunner>(json.str(), imports[0], blob.str(), dev);
 }
+
+// polyffi.runner.check_graph_executor(module): TypeError unless module is a graph executor (what
+// tvm.graph_executor.create or a factory's default(device) returns), with one message for every
+// binding's GraphModule: a factory is told to call default(device) first.
+POLYFFI_CORE_GLOBAL("polyffi.runner.check_graph_executor", [](const Args& args, RetValue*) {
+  args.CheckArity(1);
+  ObjectPtr<ModuleObj> m = args.ObjAs<ModuleObj>(0);
+  const bool runs = static_cast<bool>(m->GetFunction("run", false));
+  if (!runs && m->GetFunction("default", false)) {
+    Throw("TypeError", "GraphModule needs a graph executor, but this module is a ", m->type_key(),
+          " (a library exported by TVM): call its default(device) first, or make the GraphModule "
+          "from the factory (from_factory)");
+  }
+  if (!runs || !m->GetFunction("set_input", false) || !m->GetFunction("get_output", false)) {
+    Throw("TypeError", "GraphModule needs a graph-executor module, not a ", m->type_key(),
+          " module (it lacks set_input / run / get_output)");
+  }
+});
 
 POLYFFI_CORE_GLOBAL("polyffi.runner.graph", [](const Args& args, RetValue* rv) {
   if (args.size() == 3) {

@@ -17,9 +17,17 @@
 //                       caller's memory.
 //   vm()                the runner's own VM for TVM's stateful API (set_input, invoke_stateful,
 //                       get_output, save_function...): one caller at a time, as in TVM.
+//   set_input(name, args...)  TVM's stateful API on the runner's own VM: its set_input.
+//   set_input_named(name, n, p_0 .. p_{n-1}, key_0, value_0, ...)  set_input with n arguments by
+//                       position and the rest by parameter name: TypeError naming unknown,
+//                       repeated or missing parameters.
+//   invoke_stateful(name)  the own VM's invoke_stateful.
+//   get_outputs(name)   the result of the last invoke_stateful(name): an NDArray, or an Array
+//                       (nested for nested tuples) built from get_output_arity / get_output.
 //   param_names(name)   the parameter names of VM function name, an Array of strings.
 //   signature(name)     its parameters' names, dtypes and shapes, as JSON (signature.cc).
 //   pool_size()         how many VMs the pool has made (diagnostics and tests).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -163,6 +171,29 @@ class VMRunner final : public ModuleObj {
           },
           fname);
     }
+    if (name == "set_input" || name == "invoke_stateful") {
+      return MakeFunction(
+          [self, name](const Args& args, RetValue* rv) {
+            args.CheckMinArity(1);
+            std::vector<TVMValue> v(args.values(), args.values() + args.size());
+            std::vector<int> c(args.codes(), args.codes() + args.size());
+            CallWith(self->OwnFunction(name).get(), &v, &c, rv);
+          },
+          fname);
+    }
+    if (name == "set_input_named") {
+      return MakeFunction([self](const Args& args, RetValue* rv) { self->SetInputNamed(args, rv); },
+                          fname);
+    }
+    if (name == "get_outputs") {
+      return MakeFunction(
+          [self](const Args& args, RetValue* rv) {
+            args.CheckArity(1);
+            std::string fn = args.Str(0);
+            self->Output(fn, {}, rv);
+          },
+          fname);
+    }
     if (name == "signature") {
       return MakeFunction(
           [self](const Args& args, RetValue* rv) {
@@ -200,6 +231,96 @@ class VMRunner final : public ModuleObj {
     RetValue result;
     CallWith(f, &c_args.values, &c_args.codes, &result);
     *rv = std::move(result);
+  }
+
+  ObjectPtr<FunctionObj> OwnFunction(const std::string& name) {
+    ObjectPtr<FunctionObj> f = own_->GetFunction(name, false);
+    if (!f) Throw("AttributeError", "the VM has no function '", name, "'");
+    return f;
+  }
+
+  /*! \brief The output of fn at index (a path into nested tuples): an NDArray or an Array. */
+  void Output(const std::string& fn, const std::vector<int64_t>& index, RetValue* rv) {
+    std::vector<TVMValue> v(1 + index.size());
+    std::vector<int> c(1 + index.size(), kTVMArgInt);
+    v[0].v_str = fn.c_str();
+    c[0] = kTVMStr;
+    for (size_t i = 0; i < index.size(); ++i) v[1 + i].v_int64 = index[i];
+    RetValue arity;
+    CallWith(OwnFunction("get_output_arity").get(), &v, &c, &arity);
+    if (arity.type_code() != kTVMArgInt)
+      Throw("TypeError", "get_output_arity did not return an int");
+    if (arity.value().v_int64 < 0) return CallWith(OwnFunction("get_output").get(), &v, &c, rv);
+    auto arr = MakeObject<ArrayObj>();
+    arr->items.resize(arity.value().v_int64);
+    std::vector<int64_t> sub = index;
+    sub.push_back(0);
+    for (int64_t i = 0; i < arity.value().v_int64; ++i) {
+      sub.back() = i;
+      Output(fn, sub, &arr->items[i]);
+    }
+    rv->SetObject(std::move(arr));
+  }
+
+  /*! \brief set_input_named(name, n, positional..., key, value, ...): see the file comment. */
+  void SetInputNamed(const Args& args, RetValue* rv) {
+    const char* usage =
+        "set_input_named: expected the function name, a count, that many positional values and "
+        "key/value pairs";
+    if (args.size() < 2 || args.code(1) != kTVMArgInt) Throw("TypeError", usage);
+    const std::string fn = args.Str(0);
+    const int64_t n = args.Int(1);
+    if (n < 0 || n > args.size() - 2 || (args.size() - 2 - n) % 2 != 0) Throw("TypeError", usage);
+    std::vector<std::string> names;
+    ObjectPtr<ArrayObj> params = ParamNames(fn);
+    for (const RetValue& p : params->items) {
+      names.push_back(p.type_code() == kTVMStr ? p.str() : std::string());
+    }
+    std::vector<int> slot(names.size(), -1);  // per parameter: the argument that gives it
+    for (int64_t i = 0; i < n && i < static_cast<int64_t>(slot.size()); ++i) slot[i] = 2 + i;
+    std::vector<std::string> unknown, twice;
+    for (int i = 2 + static_cast<int>(n); i < args.size(); i += 2) {
+      if (args.code(i) != kTVMStr) Throw("TypeError", usage);
+      std::string key = args.Str(i);
+      auto it = std::find(names.begin(), names.end(), key);
+      if (it == names.end()) {
+        unknown.push_back(key);
+      } else if (slot[it - names.begin()] >= 0) {
+        twice.push_back(key);
+      } else {
+        slot[it - names.begin()] = i + 1;
+      }
+    }
+    std::sort(unknown.begin(), unknown.end());
+    if (!unknown.empty())
+      Throw("TypeError", "set_input: ", fn, " has no parameter ", Join(unknown));
+    if (!twice.empty()) Throw("TypeError", "set_input: parameter ", Join(twice), " given twice");
+    std::vector<std::string> missing;
+    for (size_t p = 0; p < slot.size(); ++p) {
+      if (slot[p] < 0) missing.push_back(names[p]);
+    }
+    if (!missing.empty()) {
+      Throw("TypeError", "set_input: missing parameter ", Join(missing));
+    }
+    // In parameter order; positional values beyond the parameters go last (the VM reports them).
+    std::vector<TVMValue> v(1);
+    std::vector<int> c{kTVMStr};
+    v[0].v_str = fn.c_str();
+    for (int a : slot) {
+      v.push_back(args.value(a));
+      c.push_back(args.code(a));
+    }
+    for (int64_t i = static_cast<int64_t>(slot.size()); i < n; ++i) {
+      v.push_back(args.value(2 + i));
+      c.push_back(args.code(2 + i));
+    }
+    CallWith(OwnFunction("set_input").get(), &v, &c, rv);
+  }
+
+  static std::string Join(const std::vector<std::string>& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+    return s;
   }
 
   ObjectPtr<ArrayObj> ParamNames(const std::string& fn) {
