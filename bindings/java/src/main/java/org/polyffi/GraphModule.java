@@ -1,10 +1,8 @@
 package org.polyffi;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -29,68 +27,31 @@ public final class GraphModule implements AutoCloseable {
   /** The executor's functions, each looked up once. */
   private final Map<String, Function> functions = new ConcurrentHashMap<>();
 
-  /** A model runner and its run function (replaced as a whole by loadParams). */
-  private static final class Runner {
-    final Module module;
-    final Function run;
-    final List<String> inputNames;
+  /** The core's model runner ({@code polyffi.runner.graph}) and its run, or null. */
+  private final Module runner;
 
-    Runner(Module module) {
-      this.module = module;
-      this.run = module.getFunction("run");
-      this.inputNames = List.copyOf(VirtualMachine.strings(module, "input_names"));
-    }
-
-    void close() {
-      run.close();
-      module.close();
-    }
-  }
-
-  private volatile Runner runner;
+  private final Function infer;
   private volatile boolean closed;
-
-  /** Runners replaced by loadParams: calls may be in flight on them; closed with this. */
-  private final List<Runner> retired = new ArrayList<>();
 
   /**
    * Wraps an executor module (this GraphModule takes ownership of it). A factory module (a library
    * exported by TVM, type key GraphExecutorFactory) is an FFIException of kind TypeError telling to
-   * call its {@code default(device)} first (or use {@link #fromFactory}); the module then stays the
-   * caller's.
+   * call its {@code default(device)} first (or use {@link #fromFactory}), and so is a module that
+   * is not a graph executor; the module then stays the caller's.
    */
   public GraphModule(Module module) {
-    Objects.requireNonNull(module, "module");
-    String key = module.typeKey();
-    if (FACTORY_KEYS.contains(key)) {
-      throw new FFIException(
-          "TypeError",
-          "GraphModule(module): this is a "
-              + key
-              + " (a library exported by TVM), not a graph executor; pass"
-              + " module.getFunction(\"default\").call(device), or use"
-              + " GraphModule.fromFactory(module, device)");
-    }
-    this.module = module;
-    try {
-      for (String name : List.of("set_input", "run", "get_output")) fn(name);
-    } catch (RuntimeException e) {
-      closeFunctions();
-      if (e instanceof FFIException && "AttributeError".equals(((FFIException) e).getKind())) {
-        throw new FFIException(
-            "TypeError",
-            "GraphModule(module): a "
-                + key
-                + " module is not a graph executor ("
-                + e.getMessage()
-                + ")");
-      }
-      throw e;
-    }
+    this(module, null);
   }
 
-  private static final Set<String> FACTORY_KEYS =
-      Set.of("GraphExecutorFactory", "GraphRuntimeFactory");
+  private GraphModule(Module module, Module runner) {
+    Objects.requireNonNull(module, "module");
+    try (Function check = Function.getGlobal("polyffi.runner.check_graph_executor")) {
+      check.call(module);
+    }
+    this.module = module;
+    this.runner = runner;
+    this.infer = runner == null ? null : runner.getFunction("run");
+  }
 
   /** The executor's function name (AttributeError when it has none). */
   private Function fn(String name) {
@@ -137,22 +98,9 @@ public final class GraphModule implements AutoCloseable {
       made = (Module) f.call(args);
     }
     try (Function executor = made.getFunction("executor")) {
-      Runner r = new Runner(made);
-      GraphModule gm = wrap((Module) executor.call());
-      gm.runner = r;
-      return gm;
+      return new GraphModule((Module) executor.call(), made);
     } catch (RuntimeException e) {
       made.close();
-      throw e;
-    }
-  }
-
-  /** new GraphModule(m), or m closed when it is not an executor. */
-  private static GraphModule wrap(Module m) {
-    try {
-      return new GraphModule(m);
-    } catch (RuntimeException e) {
-      m.close();
       throw e;
     }
   }
@@ -160,7 +108,8 @@ public final class GraphModule implements AutoCloseable {
   /** Builds an executor for graphJson over the model library lib on device. */
   public static GraphModule create(String graphJson, Module lib, Device device) {
     try (Function create = Function.getGlobal("tvm.graph_executor.create")) {
-      return wrap((Module) create.call(graphJson, lib, (long) device.type(), (long) device.id()));
+      return new GraphModule(
+          (Module) create.call(graphJson, lib, (long) device.type(), (long) device.id()));
     }
   }
 
@@ -201,15 +150,14 @@ public final class GraphModule implements AutoCloseable {
     return Math.toIntExact((Long) fn("get_input_index").call(name));
   }
 
-  /** Loads params into the executor; {@link #infer} takes them too (through a new runner). */
-  public synchronized void loadParams(byte[] params) {
-    fn("load_params").call((Object) params);
-    Runner old = runner;
-    if (old != null) {
-      try (Function with = old.module.getFunction("with_params")) {
-        runner = new Runner((Module) with.call((Object) params));
-      }
-      retired.add(old);
+  /**
+   * Loads params into the executor; {@link #infer} takes them too (the runner's load_params loads
+   * its own executor and swaps its pool's weights; calls in flight finish on the old ones).
+   */
+  public void loadParams(byte[] params) {
+    ensureOpen();
+    try (Function load = (runner == null ? module : runner).getFunction("load_params")) {
+      load.call((Object) params);
     }
   }
 
@@ -219,7 +167,7 @@ public final class GraphModule implements AutoCloseable {
    * Stateless and thread-safe; needs a GraphModule from {@link #fromFactory}.
    */
   public List<NDArray> infer(NDArray... inputs) {
-    return outputs(liveRunner().run.call((Object[]) inputs));
+    return runInfer((Object[]) inputs);
   }
 
   /** As {@link #infer(NDArray...)} with inputs by name. */
@@ -230,35 +178,34 @@ public final class GraphModule implements AutoCloseable {
       args[i++] = e.getKey();
       args[i++] = e.getValue();
     }
-    return outputs(liveRunner().run.call(args));
+    return runInfer(args);
   }
 
   /** The graph's inputs that are not weights: what {@link #infer} takes by position. */
   public List<String> inputNames() {
-    return liveRunner().inputNames;
+    return VirtualMachine.strings(liveRunner(), "input_names");
   }
 
   /** The core's model runner behind {@link #infer}, or null for a bare executor. */
   public Module runner() {
-    Runner r = runner;
-    return r == null ? null : r.module;
+    return runner;
   }
 
-  private Runner liveRunner() {
+  private Module liveRunner() {
     ensureOpen();
-    Runner r = runner;
-    if (r == null) {
+    if (runner == null) {
       throw new FFIException(
           "TypeError",
           "GraphModule.infer needs a GraphModule made by GraphModule.fromFactory (a bare executor"
               + " has no model runner)");
     }
-    return r;
+    return runner;
   }
 
   @SuppressWarnings("unchecked") // the runner returns an Array of arrays
-  private static List<NDArray> outputs(Object r) {
-    return (List<NDArray>) VirtualMachine.convertResult(r);
+  private List<NDArray> runInfer(Object[] args) {
+    liveRunner();
+    return (List<NDArray>) VirtualMachine.convertResult(infer.call(args));
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
@@ -269,16 +216,12 @@ public final class GraphModule implements AutoCloseable {
   @Override
   public synchronized void close() {
     closed = true;
-    closeFunctions();
-    module.close();
-    Runner r = runner;
-    if (r != null) r.close();
-    for (Runner old : retired) old.close();
-    retired.clear();
-  }
-
-  private void closeFunctions() {
     for (Function f : functions.values()) f.close();
     functions.clear();
+    module.close();
+    if (runner != null) {
+      infer.close();
+      runner.close();
+    }
   }
 }

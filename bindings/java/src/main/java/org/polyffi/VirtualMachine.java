@@ -165,38 +165,31 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** Stores the inputs of funcName for {@link #invokeStateful} (the VM copies them). */
   public void setInput(String funcName, Object... args) {
-    getFunction("set_input").call(runArgs(funcName, args));
+    callRunner("set_input", runArgs(funcName, args));
   }
 
   /** Runs funcName on the inputs given to {@link #setInput}. */
   public void invokeStateful(String funcName) {
-    getFunction("invoke_stateful").call(funcName);
+    callRunner("invoke_stateful", funcName);
   }
 
   /** The result of the last {@link #invokeStateful} of funcName: an NDArray or a List. */
   public Object getOutputs(String funcName) {
-    return outputAt(funcName, new ArrayList<>());
-  }
-
-  private Object outputAt(String funcName, List<Long> index) {
-    Object[] args = new Object[index.size() + 1];
-    args[0] = funcName;
-    for (int i = 0; i < index.size(); i++) args[i + 1] = index.get(i);
-    long n = (Long) getFunction("get_output_arity").call(args);
-    if (n < 0) return convertResult(getFunction("get_output").call(args));
-    List<Object> out = new ArrayList<>();
-    for (long i = 0; i < n; i++) {
-      index.add(i);
-      out.add(outputAt(funcName, index));
-      index.remove(index.size() - 1);
-    }
-    return out;
+    return convertResult(callRunner("get_outputs", funcName));
   }
 
   /** The parameter names of funcName, in order. */
   public List<String> paramNames(String funcName) {
     ensureOpen();
     return strings(runner, "param_names", funcName);
+  }
+
+  /** The runner's function fname (its stateful API runs on the runner's own VM). */
+  private Object callRunner(String fname, Object... args) {
+    ensureOpen();
+    try (Function f = runner.getFunction(fname)) {
+      return f.call(args);
+    }
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
