@@ -322,48 +322,22 @@ impl VirtualMachine {
         Ok(async move { Output::from_value(call.await?) })
     }
 
-    fn builtin(&self, name: &str) -> Result<Function> {
-        self.module.function(name)
-    }
-
-    /// Stores the inputs of `func_name` for [`invoke_stateful`](Self::invoke_stateful) (the VM
-    /// copies them into its own storage).
+    /// Stores the inputs of `func_name` for [`invoke_stateful`](Self::invoke_stateful) (the
+    /// runner's own VM copies them into its own storage).
     pub fn set_input(&self, func_name: &str, args: &[&dyn VmArg]) -> Result<()> {
-        call_staged(&self.builtin("set_input")?, &[&func_name], args).map(drop)
+        call_staged(&self.runner.function("set_input")?, &[&func_name], args).map(drop)
     }
 
     /// Runs `func_name` on the inputs given to [`set_input`](Self::set_input).
     pub fn invoke_stateful(&self, func_name: &str) -> Result<()> {
-        self.builtin("invoke_stateful")?.invoke((func_name,))
+        self.runner
+            .function("invoke_stateful")?
+            .invoke((func_name,))
     }
 
     /// The result of the last [`invoke_stateful`](Self::invoke_stateful) of `func_name`.
     pub fn get_outputs(&self, func_name: &str) -> Result<Output> {
-        let arity = self.builtin("get_output_arity")?;
-        let get = self.builtin("get_output")?;
-        self.output_at(&arity, &get, func_name, &mut Vec::new())
-    }
-
-    fn output_at(
-        &self,
-        arity: &Function,
-        get: &Function,
-        func_name: &str,
-        index: &mut Vec<i64>,
-    ) -> Result<Output> {
-        let mut args = vec![Value::Str(func_name.to_string())];
-        args.extend(index.iter().map(|&i| Value::Int(i)));
-        let n = i64::try_from(arity.call(&args)?)?;
-        if n < 0 {
-            return Output::from_value(get.call(&args)?);
-        }
-        let mut items = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            index.push(i);
-            items.push(self.output_at(arity, get, func_name, index)?);
-            index.pop();
-        }
-        Ok(Output::Tuple(items))
+        Output::from_value(self.runner.function("get_outputs")?.invoke((func_name,))?)
     }
 
     /// The parameter names of `func_name`, in order.
