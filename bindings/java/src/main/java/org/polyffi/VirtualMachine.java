@@ -132,9 +132,10 @@ public final class VirtualMachine implements AutoCloseable {
 
   /** {@link #invoke} as an NDArray; an FFIException of kind TypeError for a tuple result. */
   public NDArray invokeTensor(String name, Object... args) {
-    Object r = invoke(name, args);
+    getFunction(name); // a missing name: AttributeError naming it
+    Object r = run.call(runArgs(name, args));
     if (r instanceof NDArray) return (NDArray) r;
-    closeAll(r);
+    if (r instanceof Handle) ((Handle) r).close(); // a tuple's Array releases its items with it
     throw new FFIException(
         "TypeError",
         "VirtualMachine: " + name + " returned " + Function.describe(r) + ", not a tensor");
@@ -250,17 +251,5 @@ public final class VirtualMachine implements AutoCloseable {
       }
     }
     return r;
-  }
-
-  private static void closeAll(Object r) {
-    if (r instanceof List) {
-      for (Object x : (List<?>) r) closeAll(x);
-    } else if (r instanceof AutoCloseable && !(r instanceof Function)) {
-      try {
-        ((AutoCloseable) r).close();
-      } catch (Exception ignored) {
-        // closing a native handle does not throw
-      }
-    }
   }
 }
