@@ -65,8 +65,7 @@ impl GraphModule {
     /// The executor of a library exported by TVM (`lib.export_library`), loaded as its
     /// `GraphExecutorFactory`: `lib["default"](device)`, with the factory's params already set.
     /// The stateful methods use an executor of the runner's own; [`infer`](Self::infer) uses
-    /// the runner's pool.
-    /// A module that is not a factory is a TypeError (the runner's).
+    /// the runner's pool. A module that is not a factory is the runner's TypeError.
     pub fn from_factory(lib: &Module, device: Device) -> Result<GraphModule> {
         GraphModule::from_runner((lib, device.device_type as i64, device.device_id as i64))
     }
