@@ -1,65 +1,41 @@
 'use strict';
-// GraphModule: the graph executor's functions behind named methods. TypedArrays and Buffers
-// pass as zero-copy views shaped like the executor's own input / output.
+// GraphModule: the graph executor's functions behind named methods. TypedArrays pass as zero-copy
+// 1-D views; the executor takes a flat buffer for an input or output of any shape (same dtype and
+// element count), so nothing here shapes them.
 // GraphModule.fromFactory is backed by the core's model runner (polyffi.runner.graph): infer /
 // inferAsync are stateless (inputs in, outputs out) and run on an executor of the runner's pool,
 // which share the weights, so concurrent inferAsync calls run in parallel on the core's worker pool.
 const { getGlobalFunc, Module } = require('./registry');
 const { FFIError } = require('./errors');
-const { NDArray, nd } = require('./ndarray');
+const { NDArray } = require('./ndarray');
 const { cpu } = require('./value');
 const { disposeSymbol } = require('./function');
+const { withViews, convertResult } = require('./vm');
 
 class GraphModule {
   /**
    * From a graph-executor module: what tvm.graph_executor.create returns, or what the
-   * `default(device)` of a library exported by TVM (a GraphExecutorFactory) returns.
+   * `default(device)` of a library exported by TVM (a GraphExecutorFactory) returns. The core
+   * refuses anything else (a factory itself: call its default(device) first, or fromFactory).
    */
   constructor(module, runner = null) {
     if (!(module instanceof Module)) {
       throw new FFIError('polyffi: GraphModule needs a graph-executor module', 'TypeError');
     }
-    if (module.typeKey === 'GraphExecutorFactory') {
-      throw new FFIError('polyffi: GraphModule needs a graph executor, but this module is a ' +
-        "GraphExecutorFactory (a library exported by TVM): call its default(device) first, e.g. " +
-        "new GraphModule(lib.getFunction('default')(ffi.cpu())) or GraphModule.fromFactory(lib)",
-      'TypeError');
-    }
+    getGlobalFunc('polyffi.runner.check_graph_executor')(module);
     this.module = module;
-    const fn = (name) => module.getFunction(name, { allowMissing: true });
-    this._setInput = fn('set_input');
-    this._run = fn('run');
-    this._getOutput = fn('get_output');
-    this._getNumOutputs = fn('get_num_outputs');
-    this._getNumInputs = fn('get_num_inputs');
-    this._getInput = fn('get_input');
-    this._getInputIndex = fn('get_input_index');
-    this._loadParams = fn('load_params');
-    if (!this._setInput || !this._run || !this._getOutput) {
-      throw new FFIError(`polyffi: GraphModule needs a graph-executor module, not a ${module.typeKey} ` +
-        'module (it lacks set_input / run / get_output)', 'TypeError');
-    }
-    this._inputShapes = new Map();
-    this._outputShapes = new Map();
+    this._functions = new Map();
     /** The core's model runner (infer), or null for a bare executor. */
-    this.runner = null;
-    this._infer = null;
-    this._inputNames = [];
-    this._retired = [];
-    if (runner) this._useRunner(runner);
+    this.runner = runner;
+    this._infer = runner ? runner.getFunction('run') : null;
   }
 
-  _useRunner(runner) {
-    const names = runner.getFunction('input_names');
-    try {
-      this._inputNames = GraphModule._outputs(names());
-    } finally {
-      names.dispose();
+  /** The executor's function `name`, looked up once (null when it has none). */
+  _fn(name) {
+    if (!this._functions.has(name)) {
+      this._functions.set(name, this.module.getFunction(name, { allowMissing: true }));
     }
-    // The old runner may have calls in flight on the core's worker pool: released in dispose().
-    if (this.runner) this._retired.push(this._infer, this.runner);
-    this._infer = runner.getFunction('run');
-    this.runner = runner;
+    return this._functions.get(name);
   }
 
   /** tvm.graph_executor.create(graphJson, lib, device) as a GraphModule. */
@@ -77,19 +53,7 @@ class GraphModule {
       throw new FFIError('polyffi: GraphModule.fromFactory needs a module (ffi.loadModule of a ' +
         'library exported by TVM)', 'TypeError');
     }
-    const key = factory.typeKey;
-    if (key !== 'GraphExecutorFactory') {
-      throw new FFIError(`polyffi: GraphModule.fromFactory needs a GraphExecutorFactory, not a ${key} ` +
-        'module (for separate graph.json + library use GraphModule.create)', 'TypeError');
-    }
-    const runner = getGlobalFunc('polyffi.runner.graph')(factory, device.deviceType,
-      device.deviceId);
-    const executor = runner.getFunction('executor');
-    try {
-      return new GraphModule(executor(), runner);
-    } finally {
-      executor.dispose();
-    }
+    return GraphModule._fromRunner(factory, device.deviceType, device.deviceId);
   }
 
   /**
@@ -101,8 +65,13 @@ class GraphModule {
       throw new FFIError('polyffi: GraphModule.fromParts needs the kernel library as a Module',
         'TypeError');
     }
-    const runner = getGlobalFunc('polyffi.runner.graph')(graphJson, lib, params ?? null,
-      device.deviceType, device.deviceId);
+    return GraphModule._fromRunner(graphJson, lib, params ?? null, device.deviceType,
+      device.deviceId);
+  }
+
+  /** polyffi.runner.graph(...args) and its own executor as a GraphModule. */
+  static _fromRunner(...args) {
+    const runner = getGlobalFunc('polyffi.runner.graph')(...args);
     const executor = runner.getFunction('executor');
     try {
       return new GraphModule(executor(), runner);
@@ -113,35 +82,24 @@ class GraphModule {
 
   /** The graph's inputs that are not weights: what infer takes by position. */
   get inputNames() {
-    return [...this._inputNames];
+    if (!this.runner) return [];
+    const names = this.runner.getFunction('input_names');
+    try {
+      return convertResult(names());
+    } finally {
+      names.dispose();
+    }
   }
 
-  _inferArgs(inputs, temps) {
+  /** infer's arguments: arrays by position, or key/array pairs from one object of name: array. */
+  _inferArgs(inputs) {
     if (!this._infer) {
       throw new FFIError('polyffi: GraphModule.infer needs a GraphModule made by fromFactory ' +
         '(a bare executor has no model runner)', 'TypeError');
     }
     const named = inputs.length === 1 && inputs[0] !== null && typeof inputs[0] === 'object' &&
       !(inputs[0] instanceof NDArray) && !ArrayBuffer.isView(inputs[0]);
-    const pairs = named ? Object.entries(inputs[0])
-      : inputs.map((a, i) => [this._inputNames[i] === undefined ? i : this._inputNames[i], a]);
-    const args = [];
-    for (const [key, arr] of pairs) {
-      // A TypedArray is shaped like the executor's input (a view; the executor copies it).
-      const [value, temp] = this._inputView(arr, key);
-      if (temp) temps.push(temp);
-      if (named) args.push(key);
-      args.push(value);
-    }
-    return args;
-  }
-
-  static _outputs(arr) {
-    try {
-      return arr.toArray();
-    } finally {
-      arr.dispose();
-    }
+    return named ? Object.entries(inputs[0]).flat() : inputs;
   }
 
   /**
@@ -149,130 +107,69 @@ class GraphModule {
    * output as a new NDArray. Stateless and thread-safe: it never touches setInput's inputs.
    */
   infer(...inputs) {
-    const temps = [];
-    try {
-      return GraphModule._outputs(this._infer(...this._inferArgs(inputs, temps)));
-    } finally {
-      for (const t of temps) t.dispose();
-    }
+    return withViews(this._inferArgs(inputs), (values) => this._infer(...values));
   }
 
   /** infer() on the core's worker pool: concurrent calls run in parallel. */
   async inferAsync(...inputs) {
-    const temps = [];
-    try {
-      return GraphModule._outputs(await this._infer.callAsync(...this._inferArgs(inputs, temps)));
-    } finally {
-      for (const t of temps) t.dispose();
-    }
-  }
-
-  // A view of a TypedArray shaped like input `key` (a name or an index). For a key the graph
-  // does not have, a flat view: the call it goes to then reports the key as every binding does
-  // (KeyError / IndexError naming that call), not the get_input used here to learn the shape.
-  _inputView(arr, key) {
-    if (arr instanceof NDArray || !ArrayBuffer.isView(arr)) return [arr, null];
-    let shape = this._inputShapes.get(key);
-    if (shape === undefined) {
-      let ref = null;
-      try {
-        ref = this._getInput(key);
-      } catch {
-        // a bad key or key type: reported by the caller's own call
-      }
-      if (ref === null || ref === undefined) {
-        const flat = nd.array(arr, [arr.length]);
-        return [flat, flat];
-      }
-      shape = ref.shape;
-      ref.dispose();
-      this._inputShapes.set(key, shape);
-    }
-    const view = nd.array(arr, shape);
-    return [view, view];
-  }
-
-  _view(arr, shapes, key, getter) {
-    if (arr instanceof NDArray || !ArrayBuffer.isView(arr)) return [arr, null];
-    let shape = shapes.get(key);
-    if (shape === undefined) {
-      const ref = getter(key);
-      shape = ref.shape;
-      ref.dispose();
-      shapes.set(key, shape);
-    }
-    const view = nd.array(arr, shape);
-    return [view, view];
+    return withViews(this._inferArgs(inputs), (values) => this._infer.callAsync(...values));
   }
 
   setInput(nameOrIndex, array) {
-    const [value, temp] = this._inputView(array, nameOrIndex);
-    try {
-      this._setInput(nameOrIndex, value);
-    } finally {
-      if (temp) temp.dispose();
-    }
+    withViews([array], ([value]) => this._fn('set_input')(nameOrIndex, value));
     return this;
   }
 
   run() {
-    this._run();
+    this._fn('run')();
   }
 
   /** run() on the core's worker pool: the event loop stays free while the model runs. An
    *  AbortSignal in `signal` stops it between nodes (rejects with kind CancelledError). */
   runAsync({ signal } = {}) {
-    return this._run.callAsyncWithSignal(signal);
+    return this._fn('run').callAsyncWithSignal(signal);
   }
 
   /** Output `index` as an NDArray, or copied into `out` (an NDArray or TypedArray). */
   getOutput(index, out) {
-    if (out === undefined) return this._getOutput(index);
-    const [value, temp] = this._view(out, this._outputShapes, index, (i) => this._getOutput(i));
-    try {
-      this._getOutput(index, value);
-    } finally {
-      if (temp) temp.dispose();
-    }
+    if (out === undefined) return this._fn('get_output')(index);
+    withViews([out], ([value]) => this._fn('get_output')(index, value));
     return out;
   }
 
   getNumOutputs() {
-    return this._getNumOutputs();
+    return this._fn('get_num_outputs')();
   }
 
   getNumInputs() {
-    return this._getNumInputs();
+    return this._fn('get_num_inputs')();
   }
 
   getInputIndex(name) {
-    if (this._getInputIndex) return this._getInputIndex(name);
+    if (this._fn('get_input_index')) return this._fn('get_input_index')(name);
     throw new FFIError('polyffi: this executor has no get_input_index', 'AttributeError');
   }
 
-  /** Loads a params blob into the executor; infer takes these weights too (a new runner). */
+  /**
+   * Loads a params blob into the executor; infer takes these weights too (the runner loads them
+   * into this executor and its pool; calls in flight finish on the old weights).
+   */
   loadParams(bytes) {
-    this._loadParams(bytes);
-    if (this.runner) {
-      const withParams = this.runner.getFunction('with_params');
-      try {
-        this._useRunner(withParams(bytes));
-      } finally {
-        withParams.dispose();
-      }
+    if (!this.runner) return this._fn('load_params')(bytes);
+    const load = this.runner.getFunction('load_params');
+    try {
+      load(bytes);
+    } finally {
+      load.dispose();
     }
   }
 
   dispose() {
-    for (const f of [this._setInput, this._run, this._getOutput, this._getNumOutputs,
-      this._getNumInputs, this._getInput, this._getInputIndex, this._loadParams]) {
-      if (f) f.dispose();
-    }
+    for (const f of this._functions.values()) if (f) f.dispose();
+    this._functions.clear();
     if (this._infer) this._infer.dispose();
     this.module.dispose();
     if (this.runner) this.runner.dispose();
-    for (const h of this._retired) h.dispose();
-    this._retired = [];
   }
 
   [disposeSymbol]() {

@@ -11,7 +11,7 @@
 // array for a relax Tuple. A result holds its own storage, so it stays valid after the next call.
 const { FFIError } = require('./errors');
 const { Module, FFIArray, getGlobalFunc } = require('./registry');
-const { NDArray, nd } = require('./ndarray');
+const { nd } = require('./ndarray');
 const { Device, cpu, Shape } = require('./value');
 const { disposeSymbol } = require('./function');
 
@@ -40,22 +40,23 @@ function convertResult(value) {
   return value;
 }
 
-function callRun(run, name, args) {
+/**
+ * call(values): `args` with TypedArrays as 1-D views, disposed once the call (or the Promise it
+ * returns, for callAsync) settles; its result through convertResult. One path for sync and async.
+ */
+function withViews(args, call) {
   const temps = [];
+  const dispose = () => temps.forEach((t) => t.dispose());
+  let result;
   try {
-    return convertResult(run(name, ...args.map((a) => prepare(a, temps))));
-  } finally {
-    for (const t of temps) t.dispose();
+    result = call(args.map((a) => prepare(a, temps)));
+  } catch (e) {
+    dispose();
+    throw e;
   }
-}
-
-async function callRunAsync(run, name, args) {
-  const temps = [];
-  try {
-    return convertResult(await run.callAsync(name, ...args.map((a) => prepare(a, temps))));
-  } finally {
-    for (const t of temps) t.dispose();
-  }
+  if (result instanceof Promise) return result.then(convertResult).finally(dispose);
+  dispose();
+  return convertResult(result);
 }
 
 class VirtualMachine {
@@ -89,6 +90,7 @@ class VirtualMachine {
     }
     this.device = device;
     this._functions = new Map();
+    this._runnerFns = new Map();
   }
 
   /** The VM module's function `name`, looked up once; AttributeError naming it when missing. */
@@ -108,27 +110,29 @@ class VirtualMachine {
     return f;
   }
 
+  /** The runner's function `name`, looked up once. */
+  _runner(name) {
+    if (!this._runnerFns.has(name)) this._runnerFns.set(name, this.runner.getFunction(name));
+    return this._runnerFns.get(name);
+  }
+
   /** Runs VM function `name` (stateless): an NDArray, or an array of results for a tuple. */
   invoke(name, ...args) {
     this._function(name);
-    return callRun(this._run, name, args);
+    return withViews(args, (values) => this._run(name, ...values));
   }
 
   /** invoke() on the core's worker pool: the event loop stays free; concurrent calls run in parallel. */
-  invokeAsync(name, ...args) {
-    try {
-      this._function(name);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return callRunAsync(this._run, name, args);
+  async invokeAsync(name, ...args) {
+    this._function(name);
+    return withViews(args, (values) => this._run.callAsync(name, ...values));
   }
 
   /** `vm["name"]`: a JS function running VM function `name` (with `.callAsync(...)`). */
   getFunction(name) {
     this._function(name);
-    const call = (...args) => callRun(this._run, name, args);
-    call.callAsync = (...args) => callRunAsync(this._run, name, args);
+    const call = (...args) => this.invoke(name, ...args);
+    call.callAsync = (...args) => this.invokeAsync(name, ...args);
     Object.defineProperty(call, 'name', { value: name });
     return call;
   }
@@ -143,46 +147,29 @@ class VirtualMachine {
 
   /** Stores the inputs of `funcName` for invokeStateful (the VM copies them). */
   setInput(funcName, ...args) {
-    const temps = [];
-    try {
-      this._function('set_input')(funcName, ...args.map((a) => prepare(a, temps)));
-    } finally {
-      for (const t of temps) t.dispose();
-    }
+    withViews(args, (values) => this._runner('set_input')(funcName, ...values));
   }
 
   /** Runs `funcName` on the inputs given to setInput. */
   invokeStateful(funcName) {
-    this._function('invoke_stateful')(funcName);
+    this._runner('invoke_stateful')(funcName);
   }
 
   /** The result of the last invokeStateful(funcName): an NDArray or an array of results. */
   getOutputs(funcName) {
-    const arity = this._function('get_output_arity');
-    const get = this._function('get_output');
-    const at = (index) => {
-      const n = arity(funcName, ...index);
-      if (n < 0) return get(funcName, ...index);
-      const out = [];
-      for (let i = 0; i < n; i++) out.push(at([...index, i]));
-      return out;
-    };
-    return at([]);
+    return convertResult(this._runner('get_outputs')(funcName));
   }
 
   /** The parameter names of `funcName`, in order. */
   paramNames(funcName) {
-    const names = this.runner.getFunction('param_names');
-    try {
-      return convertResult(names(funcName));
-    } finally {
-      names.dispose();
-    }
+    return convertResult(this._runner('param_names')(funcName));
   }
 
   dispose() {
     for (const f of this._functions.values()) f.dispose();
     this._functions.clear();
+    for (const f of this._runnerFns.values()) f.dispose();
+    this._runnerFns.clear();
     this._run.dispose();
     this.module.dispose();
     this.runner.dispose();
@@ -193,4 +180,4 @@ class VirtualMachine {
   }
 }
 
-module.exports = { VirtualMachine };
+module.exports = { VirtualMachine, withViews, convertResult };

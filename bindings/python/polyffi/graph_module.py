@@ -36,11 +36,7 @@ class GraphModule:
         if not isinstance(module, Module):
             kind = type(module).__name__
             raise TypeError(f"GraphModule(module): expected a Module but got {kind}")
-        if "default" in module and "run" not in module:
-            raise TypeError(
-                "GraphModule(module): this is a GraphExecutorFactory; "
-                "pass module['default'](device)"
-            )
+        get_global_func("polyffi.runner.check_graph_executor")(module)
         self.module = module
         self._set_input = module["set_input"]
         self._run = module["run"]
@@ -51,16 +47,8 @@ class GraphModule:
         self._get_input_index = module["get_input_index"]
         self._load_params = module["load_params"]
         #: The core's model runner (thread-safe infer), or None for a bare executor.
-        self.runner: Optional[Module] = None
-        self._infer: Any = None
-        self._input_names: List[str] = []
-        if runner is not None:
-            self._use_runner(runner)
-
-    def _use_runner(self, runner: Module) -> None:
-        self._input_names = list(runner["input_names"]())
-        self._infer = runner["run"]
-        self.runner = runner
+        self.runner: Optional[Module] = runner
+        self._infer: Any = None if runner is None else runner["run"]
 
     @classmethod
     def from_factory(cls, lib: Module, device: Optional[Device] = None) -> "GraphModule":
@@ -108,7 +96,7 @@ class GraphModule:
     @property
     def input_names(self) -> List[str]:
         """The graph's inputs that are not weights (what ``infer`` takes by position)."""
-        return list(self._input_names)
+        return [] if self.runner is None else list(self.runner["input_names"]())
 
     def set_input(self, key: Union[int, str, None] = None, value: Any = None, **params: Any):
         """Copy value into input key (a name or an index); keyword arguments set several."""
@@ -165,11 +153,13 @@ class GraphModule:
     def load_params(self, params: Union[bytes, bytearray]) -> None:
         """Set the inputs named in a params blob (TVM's SaveParams format).
 
-        ``infer`` takes these weights too (a new runner; calls in flight finish on the old one).
+        ``infer`` takes these weights too (the runner loads them into this executor and its pool;
+        calls in flight finish on the old weights).
         """
-        self._load_params(bytearray(params))
-        if self.runner is not None:
-            self._use_runner(self.runner["with_params"](bytes(params)))
+        if self.runner is None:
+            self._load_params(bytearray(params))
+        else:
+            self.runner["load_params"](bytes(params))
 
     def __repr__(self) -> str:
         return f"GraphModule(inputs={self.get_num_inputs()}, outputs={self.get_num_outputs()})"

@@ -112,38 +112,19 @@ class VirtualMachine:
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Store inputs for ``invoke_stateful(func_name)``; keyword arguments by parameter name."""
         if kwargs:
-            names = self.param_names(func_name)
-            unknown = sorted(set(kwargs) - set(names))
-            if unknown:
-                raise TypeError(f"set_input: {func_name} has no parameter {', '.join(unknown)}")
-            given = list(args) + [None] * (len(names) - len(args))
-            for k, v in kwargs.items():
-                i = names.index(k)
-                if i < len(args):
-                    raise TypeError(f"set_input: parameter {k} given twice")
-                given[i] = v
-            missing = [names[i] for i, v in enumerate(given) if v is None]
-            if missing:
-                raise TypeError(f"set_input: missing parameter {', '.join(missing)}")
-            args = tuple(given)
-        _call(self.module["set_input"], (func_name,), args)
+            named = [x for kv in kwargs.items() for x in kv]
+            _call(self.runner["set_input_named"], (func_name, len(args)), (*args, *named))
+        else:
+            _call(self.runner["set_input"], (func_name,), args)
 
     def invoke_stateful(self, func_name: str) -> None:
         """Run ``func_name`` on the inputs given to set_input; read results with get_outputs."""
-        self.module["invoke_stateful"](func_name)
+        self.runner["invoke_stateful"](func_name)
 
     def get_outputs(self, func_name: str) -> Any:
-        """The result of the last invoke_stateful(func_name): an NDArray or a tuple of them."""
-        arity = self.module["get_output_arity"](func_name)
-        if arity == -1:
-            return self.module["get_output"](func_name)
-        return tuple(self._get_output(func_name, i) for i in range(arity))
-
-    def _get_output(self, func_name: str, *index: int) -> Any:
-        arity = self.module["get_output_arity"](func_name, *index)
-        if arity == -1:
-            return self.module["get_output"](func_name, *index)
-        return tuple(self._get_output(func_name, *index, i) for i in range(arity))
+        """The result of the last invoke_stateful(func_name): an NDArray, or an Array of them for
+        a tuple (as ``invoke`` returns it)."""
+        return self.runner["get_outputs"](func_name)
 
     def param_names(self, func_name: str) -> List[str]:
         """The parameter names of VM function ``func_name``."""

@@ -4,7 +4,8 @@
 // loaded model. It owns a pool of executors (relax VMs or graph executors) that share the
 // model's weights; `run` leases one for the length of a call, so concurrent calls never share
 // per-call state and never wait on each other, except for the few instructions that pop and push
-// the pool's free list. Executors are made on demand, so the pool grows to the largest number of
+// the pool's free list (and, on a graph runner, copy the pointer to its current weights, which
+// load_params swaps). Executors are made on demand, so the pool grows to the largest number of
 // calls that were ever in flight at once.
 #ifndef POLYFFI_CORE_MODEL_RUNNER_MODEL_RUNNER_H_
 #define POLYFFI_CORE_MODEL_RUNNER_MODEL_RUNNER_H_
@@ -93,26 +94,6 @@ ObjectPtr<FunctionObj> Accessor(Get get, std::string fname) {
         get(rv);
       },
       std::move(fname));
-}
-
-/*!
- * \brief What every runner answers alike, or nullptr for another name: `run` (stateless, on a
- *  pooled executor), `pool_size`, and own_name (the runner's own executor, for the stateful API).
- */
-template <typename Runner>
-ObjectPtr<FunctionObj> SharedFunction(Runner* runner, const std::string& name,
-                                      const char* own_name) {
-  auto self = ObjectPtr<Runner>::Borrow(runner);
-  std::string fname = runner->type_key() + "." + name;
-  if (name == "run") {
-    return MakeFunction([self](const Args& args, RetValue* rv) { self->Run(args, rv); }, fname);
-  }
-  if (name == "pool_size") {
-    return Accessor([self](RetValue* rv) { rv->SetInt(static_cast<int64_t>(self->pool_.size())); },
-                    fname);
-  }
-  if (name == own_name) return Accessor([self](RetValue* rv) { rv->SetObject(self->own_); }, fname);
-  return nullptr;
 }
 
 /*!

@@ -155,14 +155,18 @@ class VMRunner final : public ModuleObj {
   std::string type_key() const override { return "polyffi.VMRunner"; }
 
  private:
-  template <typename R>
-  friend ObjectPtr<FunctionObj> model_runner::SharedFunction(R*, const std::string&, const char*);
-
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
-    if (ObjectPtr<FunctionObj> f = SharedFunction(this, name, "vm")) return f;
     auto self = ObjectPtr<VMRunner>::Borrow(this);
     const std::string fname = "polyffi.VMRunner." + name;
+    if (name == "run") {
+      return MakeFunction([self](const Args& args, RetValue* rv) { self->Run(args, rv); }, fname);
+    }
+    if (name == "pool_size") {
+      return Accessor(
+          [self](RetValue* rv) { rv->SetInt(static_cast<int64_t>(self->pool_.size())); }, fname);
+    }
+    if (name == "vm") return Accessor([self](RetValue* rv) { rv->SetObject(self->own_); }, fname);
     if (name == "param_names") {
       return MakeFunction(
           [self](const Args& args, RetValue* rv) {
