@@ -5,14 +5,10 @@
 //! [`GraphModule::infer`] takes `&self`, is stateless (inputs in, outputs out) and runs on an
 //! executor of the runner's pool, which share the model's weights, so one `GraphModule` (`Send +
 //! Sync`) serves many threads at once without a lock.
-use crate::errors::{Error, Result};
-use crate::function::Function;
-use crate::ndarray::NDArray;
-use crate::registry::Module;
-use crate::value::{ToArg, Value};
-use crate::vm::VmArg;
-use crate::Device;
-use std::sync::{Arc, RwLock};
+use crate::vm::{call_staged, Output};
+use crate::{
+    Array, Device, Error, Function, IntoArgs, Module, NDArray, Result, ToArg, Value, VmArg,
+};
 
 /// A graph-executor module, as `tvm.graph_executor.create(graph_json, lib, dev_type, dev_id)`
 /// or a TVM factory module's `default(device)` returns it.
@@ -25,8 +21,8 @@ pub struct GraphModule {
     get_num_outputs: Function,
     get_input_index: Function,
     load_params: Function,
-    /// The model runner and its `run` (shared by clones; replaced by `load_params`).
-    runner: Arc<RwLock<Option<(Module, Function)>>>,
+    /// The core's model runner and its `run`, for a GraphModule made over one.
+    runner: Option<(Module, Function)>,
 }
 
 /// An input named or numbered: `&str` or an index.
@@ -41,17 +37,10 @@ impl InputKey for i32 {}
 impl GraphModule {
     /// Wraps an executor module. A `GraphExecutorFactory` (what loading a library exported by
     /// TVM's `export_library` gives) is not an executor: that is a TypeError telling to call
-    /// its `default(device)` first, which [`from_factory`](Self::from_factory) does.
+    /// its `default(device)` first, which [`from_factory`](Self::from_factory) does; so is any
+    /// other module that is not a graph executor.
     pub fn new(module: Module) -> Result<GraphModule> {
-        if module.get_function("run", true)?.is_none()
-            && module.get_function("default", true)?.is_some()
-        {
-            return Err(Error::type_error(format!(
-                "GraphModule::new: a {} module is a factory, not a graph executor; pass its \
-                 default(device) (or use GraphModule::from_factory(&lib, device))",
-                module.type_key()?
-            )));
-        }
+        Function::global("polyffi.runner.check_graph_executor")?.invoke::<()>((&module,))?;
         Ok(GraphModule {
             set_input: module.function("set_input")?,
             run: module.function("run")?,
@@ -60,41 +49,25 @@ impl GraphModule {
             get_input_index: module.function("get_input_index")?,
             load_params: module.function("load_params")?,
             module,
-            runner: Arc::new(RwLock::new(None)),
+            runner: None,
         })
     }
 
-    fn with_runner(runner: Module) -> Result<GraphModule> {
-        let gm = GraphModule::new(runner.function("executor")?.invoke::<Module>(())?)?;
-        gm.set_runner(runner)?;
-        Ok(gm)
-    }
-
-    fn set_runner(&self, runner: Module) -> Result<()> {
+    /// A GraphModule over `polyffi.runner.graph(args...)` and the runner's own executor.
+    fn from_runner(args: impl IntoArgs) -> Result<GraphModule> {
+        let runner: Module = Function::global("polyffi.runner.graph")?.invoke(args)?;
+        let mut gm = GraphModule::new(runner.function("executor")?.invoke::<Module>(())?)?;
         let run = runner.function("run")?;
-        *self.runner.write().unwrap_or_else(|e| e.into_inner()) = Some((runner, run));
-        Ok(())
+        gm.runner = Some((runner, run));
+        Ok(gm)
     }
 
     /// The executor of a library exported by TVM (`lib.export_library`), loaded as its
     /// `GraphExecutorFactory`: `lib["default"](device)`, with the factory's params already set.
     /// The stateful methods use an executor of the runner's own; [`infer`](Self::infer) uses
-    /// the runner's pool.
+    /// the runner's pool. A module that is not a factory is the runner's TypeError.
     pub fn from_factory(lib: &Module, device: Device) -> Result<GraphModule> {
-        if lib.get_function("default", true)?.is_none() {
-            return Err(Error::type_error(format!(
-                "GraphModule::from_factory: the {} module has no default(device) function \
-                 (not a library exported by TVM's export_library; for a graph JSON and a \
-                 kernels library use GraphModule::create)",
-                lib.type_key().unwrap_or_else(|_| "?".into())
-            )));
-        }
-        let runner: Module = Function::global("polyffi.runner.graph")?.invoke((
-            lib,
-            device.device_type as i64,
-            device.device_id as i64,
-        ))?;
-        GraphModule::with_runner(runner)
+        GraphModule::from_runner((lib, device.device_type as i64, device.device_id as i64))
     }
 
     /// The three artifacts of an export (graph JSON, kernel library, params blob) over the
@@ -106,20 +79,19 @@ impl GraphModule {
         params: &[u8],
         device: Device,
     ) -> Result<GraphModule> {
-        let runner: Module = Function::global("polyffi.runner.graph")?.invoke((
+        GraphModule::from_runner((
             graph_json,
             lib,
             params,
             device.device_type as i64,
             device.device_id as i64,
-        ))?;
-        GraphModule::with_runner(runner)
+        ))
     }
 
     /// Runs the graph on `inputs` (by position: the graph's inputs that are not weights, in
     /// order) and returns every output as a new array. Stateless and thread-safe.
     pub fn infer(&self, inputs: &[&dyn VmArg]) -> Result<Vec<NDArray>> {
-        outputs(crate::vm::call_staged(&self.runner_run()?, &[], inputs)?)
+        outputs(call_staged(self.runner_run()?, &[], inputs)?)
     }
 
     /// [`infer`](Self::infer) on the core's worker pool: the arrays are retained until the call
@@ -136,40 +108,24 @@ impl GraphModule {
 
     /// As [`infer`](Self::infer) with inputs by name.
     pub fn infer_named(&self, inputs: &[(&str, &dyn VmArg)]) -> Result<Vec<NDArray>> {
-        let run = self.runner_run()?;
-        let names: Vec<Value> = inputs
-            .iter()
-            .map(|(n, _)| Value::Str(n.to_string()))
-            .collect();
-        let mut args: Vec<&dyn VmArg> = Vec::with_capacity(2 * inputs.len());
-        for (name, (_, a)) in names.iter().zip(inputs) {
-            args.push(name);
-            args.push(*a);
-        }
-        outputs(crate::vm::call_staged(&run, &[], &args)?)
+        let args: Vec<&dyn VmArg> = inputs.iter().flat_map(|(n, a)| [n as _, *a]).collect();
+        outputs(call_staged(self.runner_run()?, &[], &args)?)
     }
 
     /// The graph's inputs that are not weights: what [`infer`](Self::infer) takes by position.
     pub fn input_names(&self) -> Result<Vec<String>> {
         let runner = self.runner().ok_or_else(no_runner)?;
-        match runner.function("input_names")?.invoke::<Value>(())? {
-            Value::Array(a) => a.to_vec()?.into_iter().map(String::try_from).collect(),
-            other => Err(Error::type_error(format!(
-                "input_names returned a {}",
-                other.type_name()
-            ))),
-        }
+        let names: Array = runner.function("input_names")?.invoke(())?;
+        names.to_vec()?.into_iter().map(String::try_from).collect()
     }
 
     /// The core's model runner behind [`infer`](Self::infer), if any.
     pub fn runner(&self) -> Option<Module> {
-        let r = self.runner.read().unwrap_or_else(|e| e.into_inner());
-        r.as_ref().map(|(m, _)| m.clone())
+        self.runner.as_ref().map(|(m, _)| m.clone())
     }
 
-    fn runner_run(&self) -> Result<Function> {
-        let r = self.runner.read().unwrap_or_else(|e| e.into_inner());
-        r.as_ref().map(|(_, f)| f.clone()).ok_or_else(no_runner)
+    fn runner_run(&self) -> Result<&Function> {
+        self.runner.as_ref().map(|(_, f)| f).ok_or_else(no_runner)
     }
 
     /// Builds an executor from a graph JSON and the model library that holds its kernels.
@@ -215,14 +171,14 @@ impl GraphModule {
         self.get_input_index.invoke((name,))
     }
 
-    /// Loads parameters saved in TVM's params format (into the executor; [`infer`](Self::infer)
-    /// takes them too, through a new runner: calls in flight finish on the old one).
+    /// Loads parameters saved in TVM's params format into the executor; [`infer`](Self::infer)
+    /// takes them too (the runner's `load_params` loads its own executor and swaps its pool's
+    /// weights; calls in flight finish on the old ones).
     pub fn load_params(&self, params: &[u8]) -> Result<()> {
-        self.load_params.invoke::<()>((params,))?;
-        if let Some(runner) = self.runner() {
-            self.set_runner(runner.function("with_params")?.invoke((params,))?)?;
+        match &self.runner {
+            Some((runner, _)) => runner.function("load_params")?.invoke((params,)),
+            None => self.load_params.invoke((params,)),
         }
-        Ok(())
     }
 
     /// The executor's other functions (`get_input`, `get_num_inputs`, ...).
@@ -243,12 +199,7 @@ fn no_runner() -> Error {
     )
 }
 
+/// The runner's outputs (an Array of arrays) as a `Vec`.
 fn outputs(v: Value) -> Result<Vec<NDArray>> {
-    match v {
-        Value::Array(a) => a.to_vec()?.into_iter().map(NDArray::try_from).collect(),
-        other => Err(Error::type_error(format!(
-            "the graph runner returned a {}",
-            other.type_name()
-        ))),
-    }
+    Output::from_value(v)?.into_tensors()
 }

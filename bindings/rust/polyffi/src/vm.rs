@@ -21,11 +21,11 @@
 //! call on a VM of its own pool. So [`VirtualMachine::invoke`] takes `&self`, and one
 //! `VirtualMachine` (`Send + Sync`) serves many threads at once, sharing the model's weights.
 //!
-//! Arguments ([`VmArg`]): [`NDArray`]s, `ndarray` arrays and views, `(&[T], &[i64])` (a slice
-//! with its shape), [`Value`]s and scalars. Results are [`Output`]s: a tensor, or a tuple of
+//! Arguments ([`VmArg`]): what a [`Function`] call takes ([`ToArg`]: [`NDArray`]s, `ndarray`
+//! arrays and views, [`Value`]s, scalars, strings), and `(&[T], &[i64])` (a slice with its
+//! shape). Results are [`Output`]s: a tensor, or a tuple of
 //! outputs for a relax Tuple. A result holds its own storage, so it stays valid after the next
 //! call.
-use std::any::Any;
 use std::collections::HashSet;
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -34,12 +34,7 @@ use std::sync::Mutex;
 use polyffi_sys as sys;
 use sys::TVMValue;
 
-use crate::errors::{Error, Result};
-use crate::function::Function;
-use crate::ndarray::{Element, NDArray};
-use crate::registry::Module;
-use crate::value::{ToArg, Value, ValueHolder};
-use crate::Device;
+use crate::{Array, Device, Element, Error, Function, Module, NDArray, Result, ToArg, Value};
 
 /// The VM's storage allocator, as `vm_initialization` numbers them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -70,7 +65,7 @@ pub enum Output {
 }
 
 impl Output {
-    fn from_value(v: Value) -> Result<Output> {
+    pub(crate) fn from_value(v: Value) -> Result<Output> {
         Ok(match v {
             Value::NDArray(a) => Output::Tensor(a),
             Value::Array(a) => Output::Tuple(
@@ -141,34 +136,13 @@ impl TryFrom<Output> for NDArray {
     }
 }
 
-/// An argument prepared for one call: the packed value, and what must outlive the call.
-pub struct Staged<'a>(StagedKind<'a>);
+/// An argument prepared for one call: its packed value, and the holder that value may point
+/// into (boxed, so it stays put), kept until the call returns.
+pub struct Staged<'a>(TVMValue, c_int, #[allow(dead_code)] Box<dyn Keep + 'a>);
 
-enum StagedKind<'a> {
-    /// The caller's array, passed as it is.
-    Array(&'a NDArray),
-    /// A borrowed view of the caller's memory, alive until the call returns.
-    Temp(NDArray),
-    /// A value passed as it is (with its string / bytes holder).
-    Value(&'a Value, ValueHolder),
-    /// A scalar.
-    Scalar(Value),
-    /// A packed value reading from a boxed holder (a DLTensor of an `ndarray` view).
-    #[allow(dead_code)]
-    Raw(TVMValue, c_int, Box<dyn Any>),
-}
-
-impl Staged<'_> {
-    fn raw(&self) -> (TVMValue, c_int) {
-        match &self.0 {
-            StagedKind::Array(a) => a.raw(&()),
-            StagedKind::Temp(a) => a.raw(&()),
-            StagedKind::Value(v, h) => v.raw(h),
-            StagedKind::Scalar(v) => v.raw(&ValueHolder::None),
-            StagedKind::Raw(v, c, _) => (*v, *c),
-        }
-    }
-}
+/// Anything kept alive for a call.
+trait Keep {}
+impl<T: ?Sized> Keep for T {}
 
 mod sealed {
     pub trait Sealed {}
@@ -181,80 +155,24 @@ pub trait VmArg: sealed::Sealed {
     fn stage(&self) -> Result<Staged<'_>>;
 }
 
-/// A borrowed view of compact host memory (the descriptor is copied by `from_borrowed`).
-///
-/// # Safety
-/// `data` must stay valid, holding the array's bytes, for as long as the view is used.
-unsafe fn host_view(data: *const c_void, shape: &[i64], dtype: crate::DataType) -> NDArray {
-    let mut shape = shape.to_vec();
-    let tensor = sys::DLTensor {
-        data: data as *mut c_void,
-        device: Device::cpu(0).to_raw(),
-        ndim: shape.len() as c_int,
-        dtype: dtype.to_raw(),
-        shape: shape.as_mut_ptr(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    };
-    // from_borrowed copies the descriptor (shape included) before `tensor` and `shape` go.
-    NDArray::from_borrowed(std::ptr::NonNull::from(&tensor))
-}
-
-impl sealed::Sealed for NDArray {}
-impl VmArg for NDArray {
+/// Everything a [`Function`] call takes ([`ToArg`]), passed as that call passes it.
+impl<T: ToArg + ?Sized> sealed::Sealed for T {}
+impl<T: ToArg + ?Sized> VmArg for T {
     fn stage(&self) -> Result<Staged<'_>> {
-        Ok(Staged(StagedKind::Array(self)))
+        let holder = Box::new(self.prepare()?);
+        let (v, c) = self.raw(&holder);
+        Ok(Staged(v, c, holder))
     }
 }
 
-impl sealed::Sealed for Value {}
-impl VmArg for Value {
-    fn stage(&self) -> Result<Staged<'_>> {
-        match self {
-            Value::NDArray(a) => Ok(Staged(StagedKind::Array(a))),
-            other => Ok(Staged(StagedKind::Value(other, other.prepare()?))),
-        }
-    }
-}
-
-impl<T: VmArg + ?Sized> sealed::Sealed for &T {}
-impl<T: VmArg + ?Sized> VmArg for &T {
-    fn stage(&self) -> Result<Staged<'_>> {
-        (**self).stage()
-    }
-}
-
-macro_rules! scalar_vm_arg {
-    ($($t:ty => $variant:ident as $as:ty),* $(,)?) => {$(
-        impl sealed::Sealed for $t {}
-        impl VmArg for $t {
-            fn stage(&self) -> Result<Staged<'_>> {
-                Ok(Staged(StagedKind::Scalar(Value::$variant(*self as $as))))
-            }
-        }
-    )*};
-}
-
-scalar_vm_arg! {
-    i64 => Int as i64, i32 => Int as i64, usize => Int as i64,
-    f64 => Float as f64, f32 => Float as f64, bool => Bool as bool,
-}
-
-/// A slice with its shape (row-major), lent as a view.
+/// A slice with its shape (row-major), lent as a view of the caller's memory.
 impl<T: Element> sealed::Sealed for (&[T], &[i64]) {}
 impl<T: Element> VmArg for (&[T], &[i64]) {
     fn stage(&self) -> Result<Staged<'_>> {
         let (data, shape) = *self;
-        let count = shape.iter().try_fold(
-            1i64,
-            |acc, &d| {
-                if d < 0 {
-                    None
-                } else {
-                    acc.checked_mul(d)
-                }
-            },
-        );
+        let count = shape.iter().try_fold(1i64, |acc, &d| {
+            (d >= 0).then(|| acc.checked_mul(d)).flatten()
+        });
         if count != Some(data.len() as i64) {
             return Err(Error::value_error(format!(
                 "VirtualMachine: shape {shape:?} needs {} elements but the slice holds {}",
@@ -262,59 +180,40 @@ impl<T: Element> VmArg for (&[T], &[i64]) {
                 data.len()
             )));
         }
-        // SAFETY: the view is dropped when the call returns, while `data` is borrowed.
-        let view = unsafe { host_view(data.as_ptr() as *const c_void, shape, T::DTYPE) };
-        Ok(Staged(StagedKind::Temp(view)))
-    }
-}
-
-#[cfg(feature = "ndarray")]
-mod with_ndarray {
-    use super::*;
-    use ndarray::{ArrayBase, Dimension};
-
-    /// `ndarray` arrays and views, lent as a (possibly strided) view.
-    impl<S, D> sealed::Sealed for ArrayBase<S, D>
-    where
-        S: ndarray::Data,
-        S::Elem: Element,
-        D: Dimension,
-    {
-    }
-    impl<S, D> VmArg for ArrayBase<S, D>
-    where
-        S: ndarray::Data,
-        S::Elem: Element,
-        D: Dimension,
-    {
-        fn stage(&self) -> Result<Staged<'_>> {
-            // The DLTensor lives in the boxed holder (a stable address) until the call returns.
-            let holder = Box::new(ToArg::prepare(self)?);
-            let (v, c) = ToArg::raw(self, &holder);
-            Ok(Staged(StagedKind::Raw(v, c, holder)))
-        }
+        let mut shape = shape.to_vec();
+        let tensor = sys::DLTensor {
+            data: data.as_ptr() as *mut c_void,
+            device: Device::cpu(0).to_raw(),
+            ndim: shape.len() as c_int,
+            dtype: T::DTYPE.to_raw(),
+            shape: shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: from_borrowed copies the descriptor (shape included); the view is dropped
+        // when the call returns, while `data` is still borrowed.
+        let view = unsafe { NDArray::from_borrowed(std::ptr::NonNull::from(&tensor)) };
+        let (v, c) = view.raw(&());
+        Ok(Staged(v, c, Box::new(view)))
     }
 }
 
 /// `f(head..., args...)`: args staged as [`VmArg`] describes.
-pub(crate) fn call_staged(f: &Function, head: &[Value], args: &[&dyn VmArg]) -> Result<Value> {
-    let head: Vec<&dyn VmArg> = head.iter().map(|v| v as &dyn VmArg).collect();
+pub(crate) fn call_staged(f: &Function, head: &[&dyn VmArg], args: &[&dyn VmArg]) -> Result<Value> {
     let staged = head
         .iter()
-        .chain(args.iter())
+        .chain(args)
         .map(|a| a.stage())
         .collect::<Result<Vec<_>>>()?;
     let (mut values, mut codes): (Vec<TVMValue>, Vec<c_int>) =
-        staged.iter().map(Staged::raw).unzip();
-    let out = f.call_raw(&mut values, &mut codes);
-    drop(staged);
-    out
+        staged.iter().map(|s| (s.0, s.1)).unzip();
+    f.call_raw(&mut values, &mut codes)
 }
 
 /// One function of a [`VirtualMachine`] (`vm["forward"]`): a call runs on the runner's pool.
 #[derive(Clone, Debug)]
 pub struct VmFunction {
-    name: Value,
+    name: String,
     run: Function,
 }
 
@@ -322,18 +221,11 @@ impl VmFunction {
     /// Runs the function (thread-safe): arguments as [`VmArg`] describes, the result as an
     /// [`Output`].
     pub fn call(&self, args: &[&dyn VmArg]) -> Result<Output> {
-        Output::from_value(call_staged(
-            &self.run,
-            std::slice::from_ref(&self.name),
-            args,
-        )?)
+        Output::from_value(call_staged(&self.run, &[&self.name], args)?)
     }
 
     pub fn name(&self) -> &str {
-        match &self.name {
-            Value::Str(s) => s,
-            _ => "",
-        }
+        &self.name
     }
 }
 
@@ -390,7 +282,7 @@ impl VirtualMachine {
             ));
         }
         Ok(VmFunction {
-            name: Value::Str(name.to_string()),
+            name: name.to_string(),
             run: self.run.clone(),
         })
     }
@@ -424,70 +316,34 @@ impl VirtualMachine {
     ) -> Result<impl std::future::Future<Output = Result<Output>> + Send + 'static> {
         let f = self.function(name)?;
         let mut all = Vec::with_capacity(args.len() + 1);
-        all.push(f.name.clone());
+        all.push(Value::Str(f.name));
         all.extend(args.iter().cloned().map(Value::NDArray));
         let call = f.run.call_async(&all)?;
         Ok(async move { Output::from_value(call.await?) })
     }
 
-    fn builtin(&self, name: &str) -> Result<Function> {
-        self.module.function(name)
-    }
-
-    /// Stores the inputs of `func_name` for [`invoke_stateful`](Self::invoke_stateful) (the VM
-    /// copies them into its own storage).
+    /// Stores the inputs of `func_name` for [`invoke_stateful`](Self::invoke_stateful) (the
+    /// runner's own VM copies them into its own storage).
     pub fn set_input(&self, func_name: &str, args: &[&dyn VmArg]) -> Result<()> {
-        let name = [Value::Str(func_name.to_string())];
-        call_staged(&self.builtin("set_input")?, &name, args).map(drop)
+        call_staged(&self.runner.function("set_input")?, &[&func_name], args).map(drop)
     }
 
     /// Runs `func_name` on the inputs given to [`set_input`](Self::set_input).
     pub fn invoke_stateful(&self, func_name: &str) -> Result<()> {
-        self.builtin("invoke_stateful")?.invoke((func_name,))
+        self.runner
+            .function("invoke_stateful")?
+            .invoke((func_name,))
     }
 
     /// The result of the last [`invoke_stateful`](Self::invoke_stateful) of `func_name`.
     pub fn get_outputs(&self, func_name: &str) -> Result<Output> {
-        let arity = self.builtin("get_output_arity")?;
-        let get = self.builtin("get_output")?;
-        self.output_at(&arity, &get, func_name, &mut Vec::new())
-    }
-
-    fn output_at(
-        &self,
-        arity: &Function,
-        get: &Function,
-        func_name: &str,
-        index: &mut Vec<i64>,
-    ) -> Result<Output> {
-        let mut args = vec![Value::Str(func_name.to_string())];
-        args.extend(index.iter().map(|&i| Value::Int(i)));
-        let n = i64::try_from(arity.call(&args)?)?;
-        if n < 0 {
-            return Output::from_value(get.call(&args)?);
-        }
-        let mut items = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            index.push(i);
-            items.push(self.output_at(arity, get, func_name, index)?);
-            index.pop();
-        }
-        Ok(Output::Tuple(items))
+        Output::from_value(self.runner.function("get_outputs")?.invoke((func_name,))?)
     }
 
     /// The parameter names of `func_name`, in order.
     pub fn param_names(&self, func_name: &str) -> Result<Vec<String>> {
-        match self
-            .runner
-            .function("param_names")?
-            .invoke::<Value>((func_name,))?
-        {
-            Value::Array(a) => a.to_vec()?.into_iter().map(String::try_from).collect(),
-            other => Err(Error::type_error(format!(
-                "param_names returned a {}",
-                other.type_name()
-            ))),
-        }
+        let names: Array = self.runner.function("param_names")?.invoke((func_name,))?;
+        names.to_vec()?.into_iter().map(String::try_from).collect()
     }
 
     /// The runner's own VM module (`lib["vm_load_executable"]()`), for its other functions.

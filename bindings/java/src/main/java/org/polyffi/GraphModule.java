@@ -1,10 +1,9 @@
 package org.polyffi;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A compiled model run by the graph executor: what {@code tvm.graph_executor.create(graph_json,
@@ -24,92 +23,41 @@ import java.util.Set;
  */
 public final class GraphModule implements AutoCloseable {
   private final Module module;
-  private final Function setInput;
-  private final Function run;
-  private final Function getOutput;
-  private final Function getNumOutputs;
-  private final Function getInputIndex;
-  private final Function loadParams;
 
-  /** A model runner and its run function (replaced as a whole by loadParams). */
-  private static final class Runner {
-    final Module module;
-    final Function run;
-    final List<String> inputNames;
+  /** The executor's functions, each looked up once. */
+  private final Map<String, Function> functions = new ConcurrentHashMap<>();
 
-    Runner(Module module) {
-      this.module = module;
-      this.run = module.getFunction("run");
-      List<String> names = new ArrayList<>();
-      try (Function f = module.getFunction("input_names");
-          ArrayObject arr = (ArrayObject) f.call()) {
-        for (Object x : arr) names.add((String) x);
-      }
-      this.inputNames = List.copyOf(names);
-    }
+  /** The core's model runner ({@code polyffi.runner.graph}) and its run, or null. */
+  private final Module runner;
 
-    void close() {
-      run.close();
-      module.close();
-    }
-  }
-
-  private volatile Runner runner;
+  private final Function infer;
   private volatile boolean closed;
-
-  /** Runners replaced by loadParams: calls may be in flight on them; closed with this. */
-  private final List<Runner> retired = new ArrayList<>();
 
   /**
    * Wraps an executor module (this GraphModule takes ownership of it). A factory module (a library
    * exported by TVM, type key GraphExecutorFactory) is an FFIException of kind TypeError telling to
-   * call its {@code default(device)} first (or use {@link #fromFactory}); the module then stays the
-   * caller's.
+   * call its {@code default(device)} first (or use {@link #fromFactory}), and so is a module that
+   * is not a graph executor; the module then stays the caller's.
    */
   public GraphModule(Module module) {
-    Objects.requireNonNull(module, "module");
-    String key = module.typeKey();
-    if (FACTORY_KEYS.contains(key)) {
-      throw new FFIException(
-          "TypeError",
-          "GraphModule(module): this is a "
-              + key
-              + " (a library exported by TVM), not a graph executor; pass"
-              + " module.getFunction(\"default\").call(device), or use"
-              + " GraphModule.fromFactory(module, device)");
-    }
-    List<Function> got = new ArrayList<>();
-    try {
-      setInput = fn(module, "set_input", got);
-      run = fn(module, "run", got);
-      getOutput = fn(module, "get_output", got);
-      getNumOutputs = fn(module, "get_num_outputs", got);
-      getInputIndex = module.getFunction("get_input_index", false);
-      if (getInputIndex != null) got.add(getInputIndex);
-      loadParams = fn(module, "load_params", got);
-    } catch (RuntimeException e) {
-      for (Function f : got) f.close();
-      if (e instanceof FFIException && "AttributeError".equals(((FFIException) e).getKind())) {
-        throw new FFIException(
-            "TypeError",
-            "GraphModule(module): a "
-                + key
-                + " module is not a graph executor ("
-                + e.getMessage()
-                + ")");
-      }
-      throw e;
-    }
-    this.module = module;
+    this(module, null);
   }
 
-  private static final Set<String> FACTORY_KEYS =
-      Set.of("GraphExecutorFactory", "GraphRuntimeFactory");
+  private GraphModule(Module module, Module runner) {
+    Objects.requireNonNull(module, "module");
+    try (Function check = Function.getGlobal("polyffi.runner.check_graph_executor")) {
+      check.call(module);
+    }
+    this.module = module;
+    this.runner = runner;
+    this.infer = runner == null ? null : runner.getFunction("run");
+  }
 
-  private static Function fn(Module m, String name, List<Function> got) {
-    Function f = m.getFunction(name);
-    got.add(f);
-    return f;
+  /** The executor's function name (AttributeError when it has none). */
+  private Function fn(String name) {
+    ensureOpen();
+    Function f = functions.get(name);
+    return f != null ? f : functions.computeIfAbsent(name, module::getFunction);
   }
 
   /**
@@ -117,27 +65,19 @@ public final class GraphModule implements AutoCloseable {
    * params already set). The factory stays the caller's; closing it does not end the executor.
    */
   public static GraphModule fromFactory(Module factory, Device device) {
-    return fromFactory(factory, "default", device);
-  }
-
-  /** As {@link #fromFactory(Module, Device)} for a model exported under another module name. */
-  public static GraphModule fromFactory(Module factory, String moduleName, Device device) {
     Objects.requireNonNull(factory, "factory");
     Objects.requireNonNull(device, "device");
-    Function make = factory.getFunction(moduleName, false);
-    if (make == null) {
-      throw new FFIException(
-          "AttributeError",
-          "GraphModule.fromFactory: a "
-              + factory.typeKey()
-              + " module has no function '"
-              + moduleName
-              + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
+    try (Function make = factory.getFunction("default", false)) {
+      if (make == null) {
+        throw new FFIException(
+            "AttributeError",
+            "GraphModule.fromFactory: a "
+                + factory.typeKey()
+                + " module has no function 'default' (expected a GraphExecutorFactory loaded from"
+                + " TVM's export_library)");
+      }
     }
-    make.close();
-    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
-      return withRunner((Module) f.call(factory, (long) device.type(), (long) device.id()));
-    }
+    return fromRunner(factory, (long) device.type(), (long) device.id());
   }
 
   /**
@@ -148,28 +88,17 @@ public final class GraphModule implements AutoCloseable {
     Objects.requireNonNull(graphJson, "graphJson");
     Objects.requireNonNull(lib, "lib");
     Objects.requireNonNull(device, "device");
-    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
-      return withRunner(
-          (Module)
-              f.call(graphJson, lib, (Object) params, (long) device.type(), (long) device.id()));
-    }
+    return fromRunner(graphJson, lib, params, (long) device.type(), (long) device.id());
   }
 
-  private static GraphModule withRunner(Module made) {
-    try {
-      Runner r = new Runner(made);
-      GraphModule gm;
-      try (Function executor = made.getFunction("executor")) {
-        Module m = (Module) executor.call();
-        try {
-          gm = new GraphModule(m);
-        } catch (RuntimeException e) {
-          m.close();
-          throw e;
-        }
-      }
-      gm.runner = r;
-      return gm;
+  /** A GraphModule over polyffi.runner.graph(args...) and the runner's own executor. */
+  private static GraphModule fromRunner(Object... args) {
+    Module made;
+    try (Function f = Function.getGlobal("polyffi.runner.graph")) {
+      made = (Module) f.call(args);
+    }
+    try (Function executor = made.getFunction("executor")) {
+      return new GraphModule((Module) executor.call(), made);
     } catch (RuntimeException e) {
       made.close();
       throw e;
@@ -179,17 +108,8 @@ public final class GraphModule implements AutoCloseable {
   /** Builds an executor for graphJson over the model library lib on device. */
   public static GraphModule create(String graphJson, Module lib, Device device) {
     try (Function create = Function.getGlobal("tvm.graph_executor.create")) {
-      Object m = create.call(graphJson, lib, (long) device.type(), (long) device.id());
-      if (!(m instanceof Module)) {
-        throw new FFIException(
-            "TypeError", "tvm.graph_executor.create returned " + Function.describe(m));
-      }
-      try {
-        return new GraphModule((Module) m);
-      } catch (RuntimeException e) {
-        ((Module) m).close();
-        throw e;
-      }
+      return new GraphModule(
+          (Module) create.call(graphJson, lib, (long) device.type(), (long) device.id()));
     }
   }
 
@@ -198,56 +118,46 @@ public final class GraphModule implements AutoCloseable {
   }
 
   public void setInput(String name, NDArray value) {
-    ensureOpen();
-    setInput.call(name, value);
+    fn("set_input").call(name, value);
   }
 
   public void setInput(int index, NDArray value) {
-    ensureOpen();
-    setInput.call((long) index, value);
+    fn("set_input").call((long) index, value);
   }
 
   public void run() {
-    ensureOpen();
-    run.call();
+    fn("run").call();
   }
 
   /** A new array holding output index (the caller closes it). */
   public NDArray getOutput(int index) {
-    ensureOpen();
-    return (NDArray) getOutput.call((long) index);
+    return (NDArray) fn("get_output").call((long) index);
   }
 
   /** Copies output index into out; returns out. */
   public NDArray getOutput(int index, NDArray out) {
-    ensureOpen();
-    Object r = getOutput.call((long) index, out);
+    Object r = fn("get_output").call((long) index, out);
     if (r instanceof AutoCloseable && r != out) ((NDArray) r).close();
     return out;
   }
 
   public int getNumOutputs() {
-    ensureOpen();
-    return Math.toIntExact((Long) getNumOutputs.call());
+    return Math.toIntExact((Long) fn("get_num_outputs").call());
   }
 
   /** The index of input name, -1 when there is none. */
   public int getInputIndex(String name) {
-    ensureOpen();
-    if (getInputIndex == null) throw new FFIException("AttributeError", "no get_input_index");
-    return Math.toIntExact((Long) getInputIndex.call(name));
+    return Math.toIntExact((Long) fn("get_input_index").call(name));
   }
 
-  /** Loads params into the executor; {@link #infer} takes them too (through a new runner). */
-  public synchronized void loadParams(byte[] params) {
+  /**
+   * Loads params into the executor; {@link #infer} takes them too (the runner's load_params loads
+   * its own executor and swaps its pool's weights; calls in flight finish on the old ones).
+   */
+  public void loadParams(byte[] params) {
     ensureOpen();
-    loadParams.call((Object) params);
-    Runner old = runner;
-    if (old != null) {
-      try (Function with = old.module.getFunction("with_params")) {
-        runner = new Runner((Module) with.call((Object) params));
-      }
-      retired.add(old);
+    try (Function load = (runner == null ? module : runner).getFunction("load_params")) {
+      load.call((Object) params);
     }
   }
 
@@ -257,7 +167,7 @@ public final class GraphModule implements AutoCloseable {
    * Stateless and thread-safe; needs a GraphModule from {@link #fromFactory}.
    */
   public List<NDArray> infer(NDArray... inputs) {
-    return outputs(liveRunner().run.call((Object[]) inputs));
+    return runInfer((Object[]) inputs);
   }
 
   /** As {@link #infer(NDArray...)} with inputs by name. */
@@ -268,38 +178,34 @@ public final class GraphModule implements AutoCloseable {
       args[i++] = e.getKey();
       args[i++] = e.getValue();
     }
-    return outputs(liveRunner().run.call(args));
+    return runInfer(args);
   }
 
   /** The graph's inputs that are not weights: what {@link #infer} takes by position. */
   public List<String> inputNames() {
-    return liveRunner().inputNames;
+    return VirtualMachine.strings(liveRunner(), "input_names");
   }
 
   /** The core's model runner behind {@link #infer}, or null for a bare executor. */
   public Module runner() {
-    Runner r = runner;
-    return r == null ? null : r.module;
+    return runner;
   }
 
-  private Runner liveRunner() {
+  private Module liveRunner() {
     ensureOpen();
-    Runner r = runner;
-    if (r == null) {
+    if (runner == null) {
       throw new FFIException(
           "TypeError",
           "GraphModule.infer needs a GraphModule made by GraphModule.fromFactory (a bare executor"
               + " has no model runner)");
     }
-    return r;
+    return runner;
   }
 
-  private static List<NDArray> outputs(Object r) {
-    List<NDArray> out = new ArrayList<>();
-    try (ArrayObject arr = (ArrayObject) r) {
-      for (Object x : arr) out.add((NDArray) x);
-    }
-    return out;
+  @SuppressWarnings("unchecked") // the runner returns an Array of arrays
+  private List<NDArray> runInfer(Object[] args) {
+    liveRunner();
+    return (List<NDArray>) VirtualMachine.convertResult(infer.call(args));
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
@@ -310,16 +216,12 @@ public final class GraphModule implements AutoCloseable {
   @Override
   public synchronized void close() {
     closed = true;
-    setInput.close();
-    run.close();
-    getOutput.close();
-    getNumOutputs.close();
-    if (getInputIndex != null) getInputIndex.close();
-    loadParams.close();
+    for (Function f : functions.values()) f.close();
+    functions.clear();
     module.close();
-    Runner r = runner;
-    if (r != null) r.close();
-    for (Runner old : retired) old.close();
-    retired.clear();
+    if (runner != null) {
+      infer.close();
+      runner.close();
+    }
   }
 }

@@ -3,6 +3,7 @@ package org.polyffi;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -37,15 +38,9 @@ public final class VirtualMachine implements AutoCloseable {
   /** The VM's storage allocator, as vm_initialization numbers them. */
   public enum Allocator {
     /** One aligned allocation per tensor (TVM's 1). */
-    NAIVE("naive"),
+    NAIVE,
     /** Freed buffers kept and reused by size (TVM's 2, its default). */
-    POOLED("pooled");
-
-    final String config;
-
-    Allocator(String config) {
-      this.config = config;
-    }
+    POOLED
   }
 
   private final Module runner;
@@ -70,11 +65,11 @@ public final class VirtualMachine implements AutoCloseable {
     Objects.requireNonNull(device, "device");
     Objects.requireNonNull(allocator, "allocator");
     // The runner refuses a library that is not a relax VM executable (TypeError).
-    Object r;
+    Module made;
     try (Function make = Function.getGlobal("polyffi.runner.vm")) {
-      r = make.call(lib, (long) device.type(), (long) device.id(), allocator.config);
+      String memoryCfg = allocator.name().toLowerCase(Locale.ROOT);
+      made = (Module) make.call(lib, (long) device.type(), (long) device.id(), memoryCfg);
     }
-    Module made = (Module) r;
     try {
       this.run = made.getFunction("run");
       try (Function vm = made.getFunction("vm")) {
@@ -108,47 +103,39 @@ public final class VirtualMachine implements AutoCloseable {
    * {@link #invoke}. A missing name is an FFIException of kind AttributeError naming it.
    */
   public Function getFunction(String name) {
-    Objects.requireNonNull(name, "name");
-    ensureOpen();
-    Function f = functions.get(name);
+    Function f = lookup(name);
     if (f == null) {
-      f = module.getFunction(name, false);
-      if (f == null) {
-        throw new FFIException(
-            "AttributeError", "VirtualMachine: the executable has no function '" + name + "'");
-      }
-      Function raced = functions.putIfAbsent(name, f);
-      if (raced != null) {
-        f.close();
-        f = raced;
-      }
+      throw new FFIException(
+          "AttributeError", "VirtualMachine: the executable has no function '" + name + "'");
     }
     return f;
   }
 
   /** Whether the executable has a function name. */
   public boolean hasFunction(String name) {
+    return lookup(name) != null;
+  }
+
+  /** The VM module's function name, looked up once; null when it has none. */
+  private Function lookup(String name) {
+    Objects.requireNonNull(name, "name");
     ensureOpen();
-    if (functions.containsKey(name)) return true;
-    try {
-      getFunction(name);
-      return true;
-    } catch (FFIException missing) {
-      return false;
-    }
+    Function f = functions.get(name);
+    return f != null ? f : functions.computeIfAbsent(name, n -> module.getFunction(n, false));
   }
 
   /** Runs VM function name (thread-safe): an NDArray, or a List of results for a tuple. */
   public Object invoke(String name, Object... args) {
     getFunction(name); // a missing name: AttributeError naming it
-    return callRun(run, name, args);
+    return convertResult(run.call(runArgs(name, args)));
   }
 
   /** {@link #invoke} as an NDArray; an FFIException of kind TypeError for a tuple result. */
   public NDArray invokeTensor(String name, Object... args) {
-    Object r = invoke(name, args);
+    getFunction(name); // a missing name: AttributeError naming it
+    Object r = run.call(runArgs(name, args));
     if (r instanceof NDArray) return (NDArray) r;
-    closeAll(r);
+    if (r instanceof Handle) ((Handle) r).close(); // a tuple's Array releases its items with it
     throw new FFIException(
         "TypeError",
         "VirtualMachine: " + name + " returned " + Function.describe(r) + ", not a tensor");
@@ -165,7 +152,7 @@ public final class VirtualMachine implements AutoCloseable {
     try {
       all = runArgs(name, args);
     } catch (FFIException e) {
-      return CompletableFuture.failedFuture(e);
+      return CompletableFuture.failedFuture(e); // argument errors fail the future, as in callAsync
     }
     return run.submitAsync(all, VirtualMachine::convertResult);
   }
@@ -174,47 +161,36 @@ public final class VirtualMachine implements AutoCloseable {
   public CompletableFuture<Object> invokeAsync(Executor executor, String name, Object... args) {
     getFunction(name); // a missing name fails now
     Object[] copy = args.clone();
-    return CompletableFuture.supplyAsync(() -> callRun(run, name, copy), executor);
+    return CompletableFuture.supplyAsync(() -> invoke(name, copy), executor);
   }
 
   /** Stores the inputs of funcName for {@link #invokeStateful} (the VM copies them). */
   public void setInput(String funcName, Object... args) {
-    closeAll(callRun(getFunction("set_input"), funcName, args));
+    callRunner("set_input", runArgs(funcName, args));
   }
 
   /** Runs funcName on the inputs given to {@link #setInput}. */
   public void invokeStateful(String funcName) {
-    closeAll(getFunction("invoke_stateful").call(funcName));
+    callRunner("invoke_stateful", funcName);
   }
 
   /** The result of the last {@link #invokeStateful} of funcName: an NDArray or a List. */
   public Object getOutputs(String funcName) {
-    return outputAt(funcName, new ArrayList<>());
-  }
-
-  private Object outputAt(String funcName, List<Long> index) {
-    Object[] args = new Object[index.size() + 1];
-    args[0] = funcName;
-    for (int i = 0; i < index.size(); i++) args[i + 1] = index.get(i);
-    long n = (Long) getFunction("get_output_arity").call(args);
-    if (n < 0) return convertResult(getFunction("get_output").call(args));
-    List<Object> out = new ArrayList<>();
-    for (long i = 0; i < n; i++) {
-      index.add(i);
-      out.add(outputAt(funcName, index));
-      index.remove(index.size() - 1);
-    }
-    return out;
+    return convertResult(callRunner("get_outputs", funcName));
   }
 
   /** The parameter names of funcName, in order. */
   public List<String> paramNames(String funcName) {
     ensureOpen();
-    List<String> out = new ArrayList<>();
-    try (Function names = runner.getFunction("param_names")) {
-      for (Object x : (List<?>) convertResult(names.call(funcName))) out.add((String) x);
+    return strings(runner, "param_names", funcName);
+  }
+
+  /** The runner's function fname (its stateful API runs on the runner's own VM). */
+  private Object callRunner(String fname, Object... args) {
+    ensureOpen();
+    try (Function f = runner.getFunction(fname)) {
+      return f.call(args);
     }
-    return out;
   }
 
   /** Use after close is an IllegalStateException naming this class, as for every handle. */
@@ -234,12 +210,10 @@ public final class VirtualMachine implements AutoCloseable {
 
   // ---- arguments and results ---------------------------------------------------------------
 
-  /** f(name, args...): Lists as runtime Arrays (by the value conversion), the result converted. */
-  private static Object callRun(Function f, String name, Object[] args) {
-    return convertResult(f.call(runArgs(name, args)));
-  }
-
-  /** (name, args...) for the runner; a ByteBuffer is a TypeError (it has no shape or dtype). */
+  /**
+   * (name, args...): the arguments of the runner's run and of the VM's set_input. A ByteBuffer is a
+   * TypeError pointing to NDArray.fromBuffer (it has no shape or dtype).
+   */
   private static Object[] runArgs(String name, Object[] args) {
     Object[] all = new Object[args.length + 1];
     all[0] = name;
@@ -255,8 +229,17 @@ public final class VirtualMachine implements AutoCloseable {
     return all;
   }
 
+  /** module.fname(args...), an Array of strings, as a List. */
+  static List<String> strings(Module module, String fname, Object... args) {
+    List<String> out = new ArrayList<>();
+    try (Function f = module.getFunction(fname)) {
+      for (Object x : (List<?>) convertResult(f.call(args))) out.add((String) x);
+    }
+    return out;
+  }
+
   /** An Array result becomes a List (recursively); the container is released. */
-  private static Object convertResult(Object r) {
+  static Object convertResult(Object r) {
     if (r instanceof ArrayObject) {
       ArrayObject arr = (ArrayObject) r;
       try {
@@ -268,17 +251,5 @@ public final class VirtualMachine implements AutoCloseable {
       }
     }
     return r;
-  }
-
-  private static void closeAll(Object r) {
-    if (r instanceof List) {
-      for (Object x : (List<?>) r) closeAll(x);
-    } else if (r instanceof AutoCloseable && !(r instanceof Function)) {
-      try {
-        ((AutoCloseable) r).close();
-      } catch (Exception ignored) {
-        // closing a native handle does not throw
-      }
-    }
   }
 }

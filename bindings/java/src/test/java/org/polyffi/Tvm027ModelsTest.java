@@ -420,6 +420,28 @@ class Tvm027ModelsTest {
         });
   }
 
+  @Test
+  void invokeTensorOfATupleResultIsATypeError() throws Exception {
+    JsonNode io = modelIo("two_outputs");
+    JsonNode run = io.get("runs").get(0);
+    withVm(
+        run,
+        (vm, lib) -> {
+          List<NDArray> owned = new ArrayList<>();
+          try {
+            Object[] args = inputs("two_outputs", run, 0, owned);
+            FFIException e =
+                assertThrows(FFIException.class, () -> vm.invokeTensor("forward", args));
+            assertEquals("TypeError", e.getKind());
+            assertTrue(e.getMessage().contains("not a tensor"), e.getMessage());
+            // The VM is unaffected: the same call as a tuple gives both outputs.
+            checkResult("two_outputs", run, vm.invoke("forward", args), "after invokeTensor");
+          } finally {
+            closeArrays(owned);
+          }
+        });
+  }
+
   @ParameterizedTest
   @MethodSource("models")
   void resultsStayValidAfterTheNextCall(String name) throws Exception {
