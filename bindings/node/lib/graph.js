@@ -1,7 +1,7 @@
 'use strict';
-// GraphModule: the graph executor's functions behind named methods. TypedArrays pass as zero-copy
-// 1-D views; the executor takes a flat buffer for an input or output of any shape (same dtype and
-// element count), so nothing here shapes them.
+// GraphModule: the graph executor's functions behind named methods. TypedArrays and Buffers pass
+// as zero-copy 1-D views; the executor takes a flat buffer for an input or output of any shape
+// (same dtype and element count), so nothing here shapes them.
 // GraphModule.fromFactory is backed by the core's model runner (polyffi.runner.graph): infer /
 // inferAsync are stateless (inputs in, outputs out) and run on an executor of the runner's pool,
 // which share the weights, so concurrent inferAsync calls run in parallel on the core's worker pool.
@@ -11,6 +11,8 @@ const { NDArray } = require('./ndarray');
 const { cpu } = require('./value');
 const { disposeSymbol } = require('./function');
 const { withViews, convertResult } = require('./vm');
+
+const BUFFERS = { buffers: true };  // a Buffer is a uint8 array here, not bytes
 
 class GraphModule {
   /**
@@ -107,16 +109,17 @@ class GraphModule {
    * output as a new NDArray. Stateless and thread-safe: it never touches setInput's inputs.
    */
   infer(...inputs) {
-    return withViews(this._inferArgs(inputs), (values) => this._infer(...values));
+    return withViews(this._inferArgs(inputs), (values) => this._infer(...values), BUFFERS);
   }
 
   /** infer() on the core's worker pool: concurrent calls run in parallel. */
   async inferAsync(...inputs) {
-    return withViews(this._inferArgs(inputs), (values) => this._infer.callAsync(...values));
+    return withViews(this._inferArgs(inputs), (values) => this._infer.callAsync(...values),
+      BUFFERS);
   }
 
   setInput(nameOrIndex, array) {
-    withViews([array], ([value]) => this._fn('set_input')(nameOrIndex, value));
+    withViews([array], ([value]) => this._fn('set_input')(nameOrIndex, value), BUFFERS);
     return this;
   }
 
@@ -133,7 +136,7 @@ class GraphModule {
   /** Output `index` as an NDArray, or copied into `out` (an NDArray or TypedArray). */
   getOutput(index, out) {
     if (out === undefined) return this._fn('get_output')(index);
-    withViews([out], ([value]) => this._fn('get_output')(index, value));
+    withViews([out], ([value]) => this._fn('get_output')(index, value), BUFFERS);
     return out;
   }
 

@@ -15,15 +15,18 @@ const { nd } = require('./ndarray');
 const { Device, cpu, Shape } = require('./value');
 const { disposeSymbol } = require('./function');
 
-/** The value passed for `arg`: a TypedArray as a 1-D view (disposed after the call). */
-function prepare(arg, temps) {
-  if (ArrayBuffer.isView(arg) && !(arg instanceof DataView) && !Buffer.isBuffer(arg)) {
+/**
+ * The value passed for `arg`: a TypedArray as a 1-D view (disposed after the call). A Buffer is
+ * bytes for the VM, but a uint8 array for the graph executor (`buffers`), as it always was.
+ */
+function prepare(arg, temps, buffers = false) {
+  if (ArrayBuffer.isView(arg) && !(arg instanceof DataView) && (buffers || !Buffer.isBuffer(arg))) {
     const view = nd.array(arg);
     temps.push(view);
     return view;
   }
   if (Array.isArray(arg) && !(arg instanceof Shape)) {
-    return arg.map((x) => prepare(x, temps));  // a tuple parameter (a Shape passes as it is)
+    return arg.map((x) => prepare(x, temps, buffers));  // a tuple parameter (a Shape passes as it is)
   }
   return arg;
 }
@@ -44,12 +47,12 @@ function convertResult(value) {
  * call(values): `args` with TypedArrays as 1-D views, disposed once the call (or the Promise it
  * returns, for callAsync) settles; its result through convertResult. One path for sync and async.
  */
-function withViews(args, call) {
+function withViews(args, call, { buffers = false } = {}) {
   const temps = [];
   const dispose = () => temps.forEach((t) => t.dispose());
   let result;
   try {
-    result = call(args.map((a) => prepare(a, temps)));
+    result = call(args.map((a) => prepare(a, temps, buffers)));
   } catch (e) {
     dispose();
     throw e;

@@ -113,6 +113,11 @@ test('GraphModule.infer errors are typed', () => {
     const x = ffi.nd.empty([1, 8]);
     assert.throws(() => gm.infer(x), (e) => e.kind === 'TypeError' && /takes 3 inputs/.test(e.message));
     assert.throws(() => bare.infer(x), (e) => e.kind === 'TypeError' && /fromFactory/.test(e.message));
+    // A Buffer is a uint8 array to the executor (not bytes): a float32 input refuses its dtype.
+    for (const call of [() => bare.setInput(0, Buffer.alloc(32)), () => gm.infer(Buffer.alloc(32),
+      Buffer.alloc(32), Buffer.alloc(32))]) {
+      assert.throws(call, (e) => e.kind === 'ValueError' && /uint8/.test(e.message));
+    }
     x.dispose();
   } finally {
     bare.dispose();
