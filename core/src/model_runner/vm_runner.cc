@@ -154,7 +154,6 @@ class VMRunner final : public ModuleObj {
         own_(MakeVM()) {}
   std::string type_key() const override { return "polyffi.VMRunner"; }
 
- private:
  protected:
   ObjectPtr<FunctionObj> GetOwnFunction(const std::string& name) override {
     auto self = ObjectPtr<VMRunner>::Borrow(this);
