@@ -10,9 +10,10 @@ const { FFIError } = require('./errors');
 const { NDArray } = require('./ndarray');
 const { cpu } = require('./value');
 const { disposeSymbol } = require('./function');
-const { withViews, convertResult } = require('./vm');
+const vm = require('./vm');
 
-const BUFFERS = { buffers: true };  // a Buffer is a uint8 array here, not bytes
+// A Buffer is a uint8 array for the executor, as it always was (the VM takes it as bytes).
+const withViews = (args, call) => vm.withViews(args, call, { buffers: true });
 
 class GraphModule {
   /**
@@ -87,7 +88,7 @@ class GraphModule {
     if (!this.runner) return [];
     const names = this.runner.getFunction('input_names');
     try {
-      return convertResult(names());
+      return vm.convertResult(names());
     } finally {
       names.dispose();
     }
@@ -109,17 +110,16 @@ class GraphModule {
    * output as a new NDArray. Stateless and thread-safe: it never touches setInput's inputs.
    */
   infer(...inputs) {
-    return withViews(this._inferArgs(inputs), (values) => this._infer(...values), BUFFERS);
+    return withViews(this._inferArgs(inputs), (values) => this._infer(...values));
   }
 
   /** infer() on the core's worker pool: concurrent calls run in parallel. */
   async inferAsync(...inputs) {
-    return withViews(this._inferArgs(inputs), (values) => this._infer.callAsync(...values),
-      BUFFERS);
+    return withViews(this._inferArgs(inputs), (values) => this._infer.callAsync(...values));
   }
 
   setInput(nameOrIndex, array) {
-    withViews([array], ([value]) => this._fn('set_input')(nameOrIndex, value), BUFFERS);
+    withViews([array], ([value]) => this._fn('set_input')(nameOrIndex, value));
     return this;
   }
 
@@ -136,7 +136,7 @@ class GraphModule {
   /** Output `index` as an NDArray, or copied into `out` (an NDArray or TypedArray). */
   getOutput(index, out) {
     if (out === undefined) return this._fn('get_output')(index);
-    withViews([out], ([value]) => this._fn('get_output')(index, value), BUFFERS);
+    withViews([out], ([value]) => this._fn('get_output')(index, value));
     return out;
   }
 

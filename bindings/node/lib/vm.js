@@ -15,10 +15,7 @@ const { nd } = require('./ndarray');
 const { Device, cpu, Shape } = require('./value');
 const { disposeSymbol } = require('./function');
 
-/**
- * The value passed for `arg`: a TypedArray as a 1-D view (disposed after the call). A Buffer is
- * bytes for the VM, but a uint8 array for the graph executor (`buffers`), as it always was.
- */
+/** `arg` as passed: a TypedArray as a 1-D view (disposed after the call); Buffers too if asked. */
 function prepare(arg, temps, buffers = false) {
   if (ArrayBuffer.isView(arg) && !(arg instanceof DataView) && (buffers || !Buffer.isBuffer(arg))) {
     const view = nd.array(arg);
