@@ -40,6 +40,8 @@ CASE_TITLES = {
     "str16": "echo(16-byte str)",
     "callback": "C callback via TVMFuncCall",
     "callback_call_n": "call_n(cb, 1000), per callback",
+    "callback_direct": "direct C callback via TVMFuncCall",
+    "callback_call_n_direct": "call_n(direct C cb, 1000), per callback",
     "lookup": "global lookup + free",
     "c_nop": "plain C: nop (0 args)",
     "c_add3": "plain C: add3(1, 2, 3)",
@@ -64,6 +66,9 @@ PEERS = {"polyffi_c": "tvm_ffi_c", "polyffi_cpp": "tvm_ffi", "polyffi_cpp_view":
 # the plain C safe-call row of the same case (calls/c_*/tvm_ffi_c).
 PEER_CASE = {f"{p}_{c}": f"c_{c}" for p in ("d", "g")
              for c in ("nop", "add3", "str16", "callback", "callback_call_n")}
+# The fixtures' call_n (and TVMFuncCall) on a direct C callback: compared with tvm-ffi's C entry
+# on its own callback rows.
+PEER_CASE.update({"callback_direct": "callback", "callback_call_n_direct": "callback_call_n"})
 
 
 def peer_of(name: str) -> str | None:

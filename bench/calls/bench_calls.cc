@@ -295,6 +295,42 @@ void AddPolyffiCases(const PolyffiHandles& h, const std::string& prefix) {
       kCallN);
 }
 
+// testing.call_n and TVMFuncCall on a callback that is a direct C callee.
+void AddDirectCallbackCases(TVMFunctionHandle call_n, TVMFunctionHandle cb) {
+  TVMValue args[2];
+  int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
+  args[0].v_handle = cb;
+  args[1].v_int64 = kCallN;
+  TVMValue rv;
+  int rc = -1;
+  Check(TVMFuncCall(call_n, args, codes, 2, &rv, &rc), "testing.call_n");
+  if (rc != kTVMArgInt || rv.v_int64 != kCallN * (kCallN + 1) / 2) {
+    Fail("testing.call_n(direct add_one, N) != N(N+1)/2");
+  }
+  AddCase("calls/callback_direct/polyffi_c", [cb] {
+    TVMValue arg;
+    arg.v_int64 = 1;
+    int code = kTVMArgInt;
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(cb, &arg, &code, 1, &rv, &rc), "direct callback");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+  AddCase(
+      "calls/callback_call_n_direct/polyffi_c",
+      [call_n, cb] {
+        TVMValue args[2];
+        int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
+        args[0].v_handle = cb;
+        args[1].v_int64 = kCallN;
+        TVMValue rv;
+        int rc;
+        Check(TVMFuncCall(call_n, args, codes, 2, &rv, &rc), "testing.call_n");
+        benchmark::DoNotOptimize(rv.v_int64);
+      },
+      kCallN);
+}
+
 // A trusted caller (a binding, the C++ layer) through TVMFuncGetDirect's pair: no argument checks,
 // the slot reset before each call as the contract asks. The callees are the direct ones.
 void AddDirectPairCases(const PolyffiHandles& d) {
@@ -417,6 +453,9 @@ void Setup() {
   AddFloorCases();
   PolyffiHandles h = LoadPolyffi();
   AddPolyffiCases(h, "calls/");
+  // The fixtures' call_n with a direct C callback (TVMFuncCreateDirect): the like-for-like of a
+  // tvm-ffi C callback writing the caller's slot.
+  AddDirectCallbackCases(h.call_n, RequireDirect(DAddOne));
   // Plain C callees (the callback is already one).
   PolyffiHandles c = h;
   c.nop = RequireCFunc(CNop);

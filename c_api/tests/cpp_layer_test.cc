@@ -124,6 +124,39 @@ TEST(CppLayer, TypedArgumentErrorsNameSignatureAndIndex) {
       << e.message();
 }
 
+// The typed entry tests the usual codes inline and sends the others (uint and bool for an int
+// parameter) through the generic checks: both ways give the same results.
+TEST(CppLayer, TypedIntParametersTakeIntUintAndBool) {
+  Function add = MakeTyped([](int64_t a, int64_t b) { return a * 10 + b; }, "add");
+  TVMValue args[2];
+  int codes[2];
+  TVMValue rv;
+  int rc = -1;
+  const int kinds[] = {kTVMArgInt, kDLUInt, kTVMArgBool};
+  for (int ca : kinds) {
+    for (int cb : kinds) {
+      args[0].v_int64 = 1;
+      args[1].v_int64 = ca == kTVMArgBool || cb == kTVMArgBool ? 1 : 7;
+      codes[0] = ca;
+      codes[1] = cb;
+      rv.v_int64 = 0;
+      ASSERT_EQ(TVMFuncCall(add.get(), args, codes, 2, &rv, &rc), 0) << TVMGetLastError();
+      EXPECT_EQ(rc, kTVMArgInt);
+      EXPECT_EQ(rv.v_int64, 10 + args[1].v_int64) << ca << " " << cb;
+    }
+  }
+  // A float for an int parameter still fails on the generic path, with its index.
+  codes[0] = kTVMArgInt;
+  codes[1] = kTVMArgFloat;
+  args[1].v_float64 = 2.5;
+  rc = -1;
+  EXPECT_EQ(TVMFuncCall(add.get(), args, codes, 2, &rv, &rc), -1);
+  EXPECT_EQ(rc, kTVMNullptr);
+  EXPECT_NE(std::string(TVMGetLastError()).find("argument 1 expected int but got float"),
+            std::string::npos)
+      << TVMGetLastError();
+}
+
 TEST(CppLayer, CalleeErrorKeepsItsKind) {
   Function fail = MakeTyped(
       [](int64_t x) -> int64_t { throw Error("ValueError", "bad x " + std::to_string(x)); },

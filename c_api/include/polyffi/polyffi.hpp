@@ -1069,6 +1069,87 @@ void InvokeTyped(const F& f, const std::string& name, PackedArgs args, RetValue*
   }
 }
 
+/*!
+ * \brief A typed body with its name: callable as a packed body, and known to MakeFromBody, which
+ *  gives it TypedDirectTrampoline instead of the generic one.
+ */
+template <typename F, typename R, typename... A>
+struct TypedClosure {
+  F f;
+  std::string name;
+  void operator()(PackedArgs args, RetValue* rv) const {
+    InvokeTyped<R, A...>(f, name, args, rv, std::index_sequence_for<A...>{});
+  }
+};
+template <typename T>
+struct IsTypedClosure : std::false_type {};
+template <typename F, typename R, typename... A>
+struct IsTypedClosure<TypedClosure<F, R, A...>> : std::true_type {};
+
+/*!
+ * \brief The hot path's test of one argument: an integer parameter takes the usual kTVMArgInt in
+ *  one compare; anything else it may also take (uint, bool) goes the generic way.
+ */
+template <typename T>
+inline bool ArgFastMatch(TVMValue v, int c) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return c == kTVMArgInt;
+  } else {
+    return ArgMatches<T>(v, c);
+  }
+}
+
+/*!
+ * \brief A typed call the hot path did not take (a count or code other than the usual ones): the
+ *  generic trampoline checks the arguments in full and either calls the body or reports the
+ *  mismatch (index, name, signature). Out of line so the hot path needs no frame for it.
+ */
+template <typename C>
+[[gnu::noinline, gnu::cold]] int TypedSlowPath(void* resource, const TVMValue* args,
+                                               const int* codes, int n, TVMValue* ret_val,
+                                               int* ret_code) {
+  return DirectTrampoline<C>(resource, args, codes, n, ret_val, ret_code);
+}
+
+template <typename F, typename R, typename... A, size_t... I>
+int TypedDirectCall(void* resource, const TVMValue* args, const int* codes, int n,
+                    TVMValue* ret_val, int* ret_code, std::index_sequence<I...>) {
+  using C = TypedClosure<F, R, A...>;
+  // Arity and every argument's code tested inline; the unusual cases go the generic way.
+  if (__builtin_expect(n != static_cast<int>(sizeof...(A)) ||
+                           !(true && ... && ArgFastMatch<std::decay_t<A>>(args[I], codes[I])),
+                       0)) {
+    return TypedSlowPath<C>(resource, args, codes, n, ret_val, ret_code);
+  }
+  if (ret_val == nullptr) __builtin_unreachable();
+  const C& c = *static_cast<const C*>(resource);
+  RetValue rv(ret_val, ret_code);
+  int status = GuardedCall([&] {
+    if constexpr (std::is_void_v<R>) {
+      c.f(ArgTraits<std::decay_t<A>>::Get(args[I], codes[I])...);
+      rv.Set(nullptr);
+    } else {
+      rv.Set(c.f(ArgTraits<std::decay_t<A>>::Get(args[I], codes[I])...));
+    }
+  });
+  if (__builtin_expect(status != 0, 0)) rv.ClearDirect();
+  return status;
+}
+
+/*! \brief The direct entry of a typed body: TypedDirectCall for its argument list. */
+template <typename F, typename R, typename... A>
+int TypedDirectTrampoline(void* resource, const TVMValue* args, const int* codes, int n,
+                          TVMValue* ret_val, int* ret_code) {
+  return TypedDirectCall<F, R, A...>(resource, args, codes, n, ret_val, ret_code,
+                                     std::index_sequence_for<A...>{});
+}
+template <typename C>
+struct TypedEntry;
+template <typename F, typename R, typename... A>
+struct TypedEntry<TypedClosure<F, R, A...>> {
+  static constexpr TVMDirectCFunc value = &TypedDirectTrampoline<F, R, A...>;
+};
+
 template <typename T>
 struct FnTraits : FnTraits<decltype(&T::operator())> {};
 template <typename C, typename R, typename... A>
@@ -1077,9 +1158,7 @@ struct FnTraits<R (C::*)(A...) const> {
   /*! \brief The typed body as a concrete closure (no std::function on the call path). */
   template <typename F>
   static auto Closure(F f, std::string name) {
-    return [f = std::move(f), name = std::move(name)](PackedArgs args, RetValue* rv) {
-      InvokeTyped<R, A...>(f, name, args, rv, std::index_sequence_for<A...>{});
-    };
+    return TypedClosure<F, R, A...>{std::move(f), std::move(name)};
   }
   template <typename F>
   static PackedBody Wrap(F f, std::string name) {
@@ -1103,8 +1182,15 @@ Function MakeFromBody(Body body) {
   TVMFunctionHandle h = nullptr;
   // A direct function: the caller's slot is written in place (no TVMCFuncSetReturn, no
   // staging). On failure the runtime runs the finalizer itself, so the resource never leaks.
-  CheckCall(
-      TVMFuncCreateDirect(detail::DirectTrampoline<Body>, resource, detail::Deleter<Body>, &h));
+  // A typed body gets its own entry: arguments tested and loaded inline, the result written
+  // straight into the slot.
+  TVMDirectCFunc entry;
+  if constexpr (detail::IsTypedClosure<Body>::value) {
+    entry = detail::TypedEntry<Body>::value;
+  } else {
+    entry = detail::DirectTrampoline<Body>;
+  }
+  CheckCall(TVMFuncCreateDirect(entry, resource, detail::Deleter<Body>, &h));
   return Function::Adopt(h);
 }
 
