@@ -48,6 +48,11 @@ def _call(f: Any, head: Sequence[Any], args: Sequence[Any]) -> Any:
         return f(*head, *copies)
 
 
+def _as_tuple(value: Any) -> Any:
+    """A runtime Array (a relax Tuple) as a Python tuple, nested ones too."""
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, Array) else value
+
+
 class VirtualMachine:
     """Runs the functions of a relax VM executable (``lib["vm_load_executable"]()``)."""
 
@@ -122,9 +127,8 @@ class VirtualMachine:
         self.runner["invoke_stateful"](func_name)
 
     def get_outputs(self, func_name: str) -> Any:
-        """The result of the last invoke_stateful(func_name): an NDArray, or an Array of them for
-        a tuple (as ``invoke`` returns it)."""
-        return self.runner["get_outputs"](func_name)
+        """The result of the last invoke_stateful(func_name): an NDArray or a tuple of them."""
+        return _as_tuple(self.runner["get_outputs"](func_name))
 
     def param_names(self, func_name: str) -> List[str]:
         """The parameter names of VM function ``func_name``."""

@@ -65,16 +65,22 @@ public final class GraphModule implements AutoCloseable {
    * params already set). The factory stays the caller's; closing it does not end the executor.
    */
   public static GraphModule fromFactory(Module factory, Device device) {
+    return fromFactory(factory, "default", device);
+  }
+
+  /** As {@link #fromFactory(Module, Device)} for a model exported under another module name. */
+  public static GraphModule fromFactory(Module factory, String moduleName, Device device) {
     Objects.requireNonNull(factory, "factory");
     Objects.requireNonNull(device, "device");
-    try (Function make = factory.getFunction("default", false)) {
+    try (Function make = factory.getFunction(moduleName, false)) {
       if (make == null) {
         throw new FFIException(
             "AttributeError",
             "GraphModule.fromFactory: a "
                 + factory.typeKey()
-                + " module has no function 'default' (expected a GraphExecutorFactory loaded from"
-                + " TVM's export_library)");
+                + " module has no function '"
+                + moduleName
+                + "' (expected a GraphExecutorFactory loaded from TVM's export_library)");
       }
     }
     return fromRunner(factory, (long) device.type(), (long) device.id());

@@ -140,6 +140,16 @@ class TvmModelsTest {
       try (GraphModule gm = GraphModule.fromFactory(lib, Device.cpu())) {
         checkOutputs(gm, dir);
       }
+      // By the export's module name ("default" unless TVM was told another); a name the
+      // factory does not have is an AttributeError naming it.
+      try (GraphModule gm = GraphModule.fromFactory(lib, "default", Device.cpu())) {
+        checkOutputs(gm, dir);
+      }
+      FFIException e =
+          assertThrows(
+              FFIException.class, () -> GraphModule.fromFactory(lib, "resnet", Device.cpu()));
+      assertEquals("AttributeError", e.getKind());
+      assertTrue(e.getMessage().contains("'resnet'"), e.getMessage());
     }
   }
 
