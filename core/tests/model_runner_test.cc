@@ -383,6 +383,22 @@ Val RunGraph(TVMFunctionHandle run, const Fixture& fx) {
   return Call(run, fx.Values(), std::vector<int>(fx.inputs.size(), kTVMNDArrayHandle));
 }
 
+/*! \brief TVM's stateful protocol on a graph executor: set_input("data", input 0), run,
+ *  get_output(0); output 0's bytes. */
+std::string StatefulOutput0(TVMModuleHandle executor, const Fixture& fx) {
+  Fn set_input(executor, "set_input");
+  Fn ex_run(executor, "run");
+  Fn get_output(executor, "get_output");
+  TVMValue in[2];
+  in[0].v_str = "data";
+  in[1].v_handle = fx.inputs[0]->h;
+  Call(set_input.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
+  Call(ex_run.h, {}, {});
+  TVMValue zero;
+  zero.v_int64 = 0;
+  return Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor());
+}
+
 TEST(GraphRunner, MatchesTVMByPositionNameAndIndex) {
   for (const char* model : {"digits_b1", "multi_io_b1", "conv_b1"}) {
     SCOPED_TRACE(model);
@@ -435,23 +451,16 @@ TEST(GraphRunner, ThreeArtifactFormAndStatefulExecutor) {
   // The stateful executor: set_input / run / get_output as in TVM.
   Fn get_ex(runner.v.v_handle, "executor");
   Val ex = Call(get_ex.h, {}, {});
-  Fn set_input(ex.v.v_handle, "set_input");
-  Fn ex_run(ex.v.v_handle, "run");
-  Fn get_output(ex.v.v_handle, "get_output");
-  TVMValue in[2];
-  in[0].v_str = "data";
-  in[1].v_handle = fx.inputs[0]->h;
-  Call(set_input.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
-  Call(ex_run.h, {}, {});
-  TVMValue zero;
-  zero.v_int64 = 0;
-  EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
+  EXPECT_EQ(StatefulOutput0(ex.v.v_handle, fx), fx.outputs[0]);
   // with_params: the same graph without weights cannot run; with them it gives TVM's outputs.
   v[2].v_handle = nullptr;
   Val bare = Call(Global("polyffi.runner.graph"), v,
                   {kTVMStr, kTVMModuleHandle, kTVMNullptr, kTVMArgInt, kTVMArgInt});
   Fn bare_run(bare.v.v_handle, "run");
   EXPECT_NE(ErrorOf([&] {
+              TVMValue in[2];
+              in[0].v_str = "data";
+              in[1].v_handle = fx.inputs[0]->h;
               Call(bare_run.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
             }).find("have no value yet"),
             std::string::npos);
@@ -527,17 +536,7 @@ TEST(GraphRunner, LoadParamsInPlace) {
   // And its own executor (the same module) has the weights too.
   Val ex = Call(get_ex.h, {}, {});
   EXPECT_EQ(ex.v.v_handle, ex_before.v.v_handle);
-  Fn set_input(ex.v.v_handle, "set_input");
-  Fn ex_run(ex.v.v_handle, "run");
-  Fn get_output(ex.v.v_handle, "get_output");
-  TVMValue in[2];
-  in[0].v_str = "data";
-  in[1].v_handle = fx.inputs[0]->h;
-  Call(set_input.h, {in[0], in[1]}, {kTVMStr, kTVMNDArrayHandle});
-  Call(ex_run.h, {}, {});
-  TVMValue zero;
-  zero.v_int64 = 0;
-  EXPECT_EQ(Bytes(Call(get_output.h, {zero}, {kTVMArgInt}).tensor()), fx.outputs[0]);
+  EXPECT_EQ(StatefulOutput0(ex.v.v_handle, fx), fx.outputs[0]);
 }
 
 TEST(GraphRunner, LoadParamsWhileThreadsRun) {

@@ -371,6 +371,22 @@ inline void Pack(TVMValue* v, int* c, const ObjectRef& x) {
 }
 inline void Pack(TVMValue* v, int* c, const Function& f);
 
+/*! \brief A call's arguments packed as C arrays; data() / codes() are NULL for no arguments. */
+template <typename... Args>
+struct PackedCall {
+  static constexpr size_t N = sizeof...(Args);
+  explicit PackedCall(Args&&... args) {
+    size_t i = 0;
+    (void)i;
+    ((Pack(&values[i], &type_codes[i], std::forward<Args>(args)), ++i), ...);
+  }
+  TVMValue* data() { return N > 0 ? values : nullptr; }
+  int* codes() { return N > 0 ? type_codes : nullptr; }
+  int size() const { return static_cast<int>(N); }
+  TVMValue values[N > 0 ? N : 1];
+  int type_codes[N > 0 ? N : 1];
+};
+
 }  // namespace detail
 
 class AnyView;
@@ -420,14 +436,8 @@ class Function : public ObjectRef {
   }
   template <typename... Args>
   Any operator()(Args&&... args) const {
-    constexpr size_t n = sizeof...(Args);
-    TVMValue values[n > 0 ? n : 1];
-    int codes[n > 0 ? n : 1];
-    size_t i = 0;
-    (void)i;
-    ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
-    if constexpr (n == 0) return CallPacked(nullptr, nullptr, 0);  // no arrays to read
-    return CallPacked(values, codes, static_cast<int>(n));
+    detail::PackedCall<Args...> p(std::forward<Args>(args)...);
+    return CallPacked(p.data(), p.codes(), p.size());
   }
   /*!
    * \brief Call and return a view: strings and bytes are NOT copied but borrowed from the
@@ -555,19 +565,10 @@ class AnyView {
 
 template <typename... Args>
 AnyView Function::CallView(Args&&... args) const {
-  constexpr size_t n = sizeof...(Args);
-  TVMValue values[n > 0 ? n : 1];
-  int codes[n > 0 ? n : 1];
-  size_t i = 0;
-  (void)i;
-  ((detail::Pack(&values[i], &codes[i], std::forward<Args>(args)), ++i), ...);
+  detail::PackedCall<Args...> p(std::forward<Args>(args)...);
   TVMValue rv;
   int rc;
-  if constexpr (n == 0) {
-    CallUnnormalized(nullptr, nullptr, 0, &rv, &rc);  // no arrays to read
-  } else {
-    CallUnnormalized(values, codes, static_cast<int>(n), &rv, &rc);
-  }
+  CallUnnormalized(p.data(), p.codes(), p.size(), &rv, &rc);
   return AnyView(rv, rc);
 }
 
