@@ -166,14 +166,22 @@ int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle, TVMPacked
 
 int TVMFuncCreateDirect(TVMDirectCFunc func, void* resource_handle, TVMPackedCFuncFinalizer fin,
                         TVMFunctionHandle* out) {
-  if (func == nullptr || out == nullptr) {
+  return TVMFuncCreateDirectEx(func, resource_handle, fin, 0, out);
+}
+
+int TVMFuncCreateDirectEx(TVMDirectCFunc func, void* resource_handle, TVMPackedCFuncFinalizer fin,
+                          int flags, TVMFunctionHandle* out) {
+  if (func == nullptr || out == nullptr || (flags & ~TVM_DIRECT_CLASSIC_RESULTS) != 0) {
     if (fin) fin(resource_handle);
-    SetLastError(func == nullptr ? "ValueError: TVMFuncCreateDirect: func is NULL"
-                                 : "ValueError: TVMFuncCreateDirect: out is NULL");
+    SetLastError(func == nullptr  ? "ValueError: TVMFuncCreateDirect: func is NULL"
+                 : out == nullptr ? "ValueError: TVMFuncCreateDirect: out is NULL"
+                                  : "ValueError: TVMFuncCreateDirectEx: unknown flags");
     return -1;
   }
   try {
-    *out = MakeObject<DirectFunction>(func, resource_handle, fin).release();
+    *out = MakeObject<DirectFunction>(func, resource_handle, fin,
+                                      (flags & TVM_DIRECT_CLASSIC_RESULTS) != 0)
+               .release();
   } catch (...) {
     // The object was never built (allocation failed), so its destructor will not finalize.
     if (fin) fin(resource_handle);

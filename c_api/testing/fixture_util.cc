@@ -39,7 +39,7 @@ void RegisterOrReport(const char* name, const polyffi::Function& f) noexcept {
 
 Registrar::Registrar(const char* name, TVMDirectCFunc fn) noexcept {
   TVMFunctionHandle h = nullptr;
-  if (TVMFuncCreateDirect(fn, nullptr, nullptr, &h) != 0 ||
+  if (TVMFuncCreateDirectEx(fn, nullptr, nullptr, TVM_DIRECT_CLASSIC_RESULTS, &h) != 0 ||
       TVMFuncRegisterGlobal(name, h, 0) != 0) {
     std::fprintf(stderr, "polyffi_testing: cannot register %s: %s\n", name, TVMGetLastError());
   }

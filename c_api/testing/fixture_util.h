@@ -40,7 +40,7 @@ class Registrar {
     }
   }
   /*! \brief A bare direct C function, for fixtures whose own cost must be nil (benchmark
-   *  floors). */
+   *  floors). It must return classic results (TVM_DIRECT_CLASSIC_RESULTS). */
   Registrar(const char* name, TVMDirectCFunc fn) noexcept;
 };
 

@@ -321,6 +321,63 @@ TEST(DirectCall, MinusTwoPropagatesAsMinusTwo) {
   EXPECT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, &v, &code), -2);
 }
 
+// ---- Callees with classic results (TVM_DIRECT_CLASSIC_RESULTS) ----------------------------------
+
+TVMFunctionHandle MakeClassicResults(TVMDirectCFunc fn) {
+  TVMFunctionHandle f = nullptr;
+  EXPECT_EQ(TVMFuncCreateDirectEx(fn, nullptr, nullptr, TVM_DIRECT_CLASSIC_RESULTS, &f), 0)
+      << LastError();
+  return f;
+}
+
+TEST(DirectClassicResults, ResultsStatusAndErrorsAreThoseOfTheCheckedEntry) {
+  // The unchecked entry hands on what the callee wrote; for a callee that keeps its promise that
+  // is exactly what the checked entry gives.
+  for (TVMDirectCFunc fn : {DirectNop, DirectAdd, DirectEcho, DirectFailValue, DirectFailRaised}) {
+    Owned checked{MakeDirect(fn)};
+    Owned classic{MakeClassicResults(fn)};
+    std::vector<Arg> args = {Int(1), Int(20), Int(300)};
+    if (fn == DirectEcho) args = {Str("sixteen bytes!!!")};
+    Ret a = CallV(checked, args);
+    Ret b = CallV(classic, args);
+    EXPECT_EQ(a.rc, b.rc);
+    EXPECT_EQ(a.code, b.code);
+    EXPECT_EQ(a.error, b.error);
+    if (a.code == kTVMArgInt) {
+      EXPECT_EQ(a.value.v_int64, b.value.v_int64);
+    }
+    EXPECT_EQ(a.str, b.str);
+  }
+  Owned env{MakeClassicResults(DirectEnvError)};
+  TVMValue v;
+  int code;
+  EXPECT_EQ(TVMFuncCall(env, nullptr, nullptr, 0, &v, &code), -2);
+}
+
+TEST(DirectClassicResults, StaleSlotIsResetAndThePairIsTheCallees) {
+  Owned f{MakeClassicResults(DirectNop)};
+  TVMValue v;
+  v.v_int64 = 77;
+  int code = kTVMArgFloat;
+  ASSERT_EQ(TVMFuncCall(f, nullptr, nullptr, 0, &v, &code), 0) << LastError();
+  EXPECT_EQ(code, kTVMNullptr);
+  EXPECT_EQ(v.v_handle, nullptr);
+  TVMDirectCFunc fn = nullptr;
+  void* resource = &v;
+  ASSERT_EQ(TVMFuncGetDirect(f, &fn, &resource), 0) << LastError();
+  EXPECT_EQ(fn, &DirectNop);
+  EXPECT_EQ(resource, nullptr);
+}
+
+TEST(DirectClassicResults, UnknownFlagsAreAValueErrorAndFinalize) {
+  std::atomic<int> finalized{0};
+  TVMFunctionHandle out = nullptr;
+  EXPECT_TRUE(FailsWith(TVMFuncCreateDirectEx(DirectNop, &finalized, CountFinalizer, 6, &out),
+                        "ValueError", "unknown flags"));
+  EXPECT_EQ(finalized, 1);
+  EXPECT_EQ(out, nullptr);
+}
+
 // ---- Creation, finalizer, bad handles ---------------------------------------------------------
 
 TEST(FuncCreateDirect, FinalizerRunsOnceWhenLastReferenceIsFreed) {

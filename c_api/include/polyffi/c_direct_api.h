@@ -54,6 +54,21 @@ TVM_DLL int TVMFuncCreateDirect(TVMDirectCFunc func, void* resource_handle,
                                 TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out);
 
 /*!
+ * \brief TVMFuncCreateDirectEx flag: the callee promises classic results. It returns 0, -1 (after
+ *  TVMAPISetLastError) or -2 only, and on success writes only codes a classic call returns
+ *  (never kDLUInt, kTVMDataType or kTVMObjectRValueRefArg). TVMFuncCall then hands the callee's
+ *  status and slot to its caller as they are, with no check of its own after the call.
+ */
+#define TVM_DIRECT_CLASSIC_RESULTS 1
+
+/*!
+ * \brief TVMFuncCreateDirect with flags (0 or TVM_DIRECT_CLASSIC_RESULTS). Unknown flags are a
+ *  ValueError; as for TVMFuncCreateDirect, fin runs when the call fails.
+ */
+TVM_DLL int TVMFuncCreateDirectEx(TVMDirectCFunc func, void* resource_handle,
+                                  TVMPackedCFuncFinalizer fin, int flags, TVMFunctionHandle* out);
+
+/*!
  * \brief The fast entry of any function handle, for trusted callers.
  *  For a direct function: its own func and resource_handle. For any other function: an adapter
  *  entry whose resource is the handle itself, which calls the function as TVMFuncCall would

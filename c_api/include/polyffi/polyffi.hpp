@@ -1146,9 +1146,15 @@ int TypedDirectTrampoline(void* resource, const TVMValue* args, const int* codes
 }
 template <typename C>
 struct TypedEntry;
+/*! \brief Whether RetValue::Set(R) writes only codes a classic call returns (never a dtype). */
+template <typename R>
+inline constexpr bool kClassicResult =
+    std::is_void_v<R> || std::is_arithmetic_v<R> || std::is_same_v<R, std::string> ||
+    std::is_same_v<R, const char*> || std::is_same_v<R, DLDevice>;
 template <typename F, typename R, typename... A>
 struct TypedEntry<TypedClosure<F, R, A...>> {
   static constexpr TVMDirectCFunc value = &TypedDirectTrampoline<F, R, A...>;
+  static constexpr int flags = kClassicResult<std::decay_t<R>> ? TVM_DIRECT_CLASSIC_RESULTS : 0;
 };
 
 template <typename T>
@@ -1185,13 +1191,17 @@ Function MakeFromBody(Body body) {
   // staging). On failure the runtime runs the finalizer itself, so the resource never leaks.
   // A typed body gets its own entry: arguments tested and loaded inline, the result written
   // straight into the slot.
+  // A typed body whose result type gives only classic codes says so: TVMFuncCall then checks
+  // nothing after the call.
   TVMDirectCFunc entry;
+  int flags = 0;
   if constexpr (detail::IsTypedClosure<Body>::value) {
     entry = detail::TypedEntry<Body>::value;
+    flags = detail::TypedEntry<Body>::flags;
   } else {
     entry = detail::DirectTrampoline<Body>;
   }
-  CheckCall(TVMFuncCreateDirect(entry, resource, detail::Deleter<Body>, &h));
+  CheckCall(TVMFuncCreateDirectEx(entry, resource, detail::Deleter<Body>, flags, &h));
   return Function::Adopt(h);
 }
 

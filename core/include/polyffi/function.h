@@ -125,8 +125,14 @@ class CFunction final : public FunctionObj {
  */
 class DirectFunction final : public FunctionObj {
  public:
-  DirectFunction(TVMDirectCFunc func, void* resource, TVMPackedCFuncFinalizer fin)
-      : FunctionObj(Invoke, CallIntoSlot), func_(func), resource_(resource), fin_(fin) {}
+  /*! \param classic_results the callee writes only classic codes and statuses (the
+   *  TVM_DIRECT_CLASSIC_RESULTS flag): its C entry then needs no check after the call. */
+  DirectFunction(TVMDirectCFunc func, void* resource, TVMPackedCFuncFinalizer fin,
+                 bool classic_results = false)
+      : FunctionObj(Invoke, classic_results ? CallClassic : CallIntoSlot),
+        func_(func),
+        resource_(resource),
+        fin_(fin) {}
   ~DirectFunction() override {
     if (fin_) fin_(resource_);
   }
@@ -141,6 +147,14 @@ class DirectFunction final : public FunctionObj {
    */
   static int CallIntoSlot(const FunctionObj* self, TVMValue* values, int* codes, int n,
                           TVMValue* ret_val, int* ret_type_code);
+  /*! \brief The C entry of a callee with classic results: resets the slot and tail-calls it. */
+  static int CallClassic(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                         TVMValue* ret_val, int* ret_type_code) {
+    auto* me = static_cast<const DirectFunction*>(self);
+    ret_val->v_handle = nullptr;
+    *ret_type_code = kTVMNullptr;
+    return me->func_(me->resource_, values, codes, n, ret_val, ret_type_code);
+  }
   TVMDirectCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;
