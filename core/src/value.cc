@@ -142,7 +142,9 @@ std::string* AcquireString(const char* data, size_t size) {
   if (state != nullptr && state != kDead && !state->free.empty()) {
     p = state->free.back();
     state->free.pop_back();
-    p->assign(data, size);
+    // clear + append: a copy into the kept capacity, cheaper than assign's general replace.
+    p->clear();
+    p->append(data, size);
   } else {
     p = new std::string(data, size);
   }
