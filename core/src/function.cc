@@ -12,6 +12,20 @@ void CFunction::Invoke(const FunctionObj* self, TVMValue* values, int* codes, in
   InvokeInline(self, values, codes, n, rv);
 }
 
+int CFunction::CallCallback(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                            TVMValue* ret_val, int* ret_type_code) {
+  auto* me = static_cast<const CFunction*>(self);
+  try {
+    RetValue rv;
+    int ret = me->func_(values, codes, n, &rv, me->resource_);
+    if (__builtin_expect(ret != 0, 0)) return CalleeFailedToC(ret);
+    rv.MoveToC(ret_val, ret_type_code);
+    return 0;
+  } catch (...) {
+    return SetLastErrorFromCurrentException();
+  }
+}
+
 void ThrowCalleeError(int ret) {
   // -2 travels on; the message a signal check set (or a nested -2 carried) travels with it.
   if (ret == -2) throw EnvErrorAlreadySet{LastErrorIsEnvError() ? GetLastError() : std::string()};
@@ -23,12 +37,7 @@ int FunctionObj::CallThroughRetValue(const FunctionObj* self, TVMValue* values, 
                                      TVMValue* ret_val, int* ret_type_code) {
   try {
     RetValue rv;
-    // Host callbacks and fixtures are C callbacks: call them without the second indirection.
-    if (self->invoke_ == &CFunction::Invoke) {
-      CFunction::InvokeInline(self, values, codes, n, &rv);
-    } else {
-      self->invoke_(self, values, codes, n, &rv);
-    }
+    self->invoke_(self, values, codes, n, &rv);
     rv.MoveToC(ret_val, ret_type_code);
     return 0;
   } catch (...) {

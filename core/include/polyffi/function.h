@@ -99,7 +99,7 @@ inline bool IsReadyCCode(int code) {
 class CFunction final : public FunctionObj {
  public:
   CFunction(TVMPackedCFunc func, void* resource, TVMPackedCFuncFinalizer fin)
-      : FunctionObj(Invoke), func_(func), resource_(resource), fin_(fin) {}
+      : FunctionObj(Invoke, CallCallback), func_(func), resource_(resource), fin_(fin) {}
   ~CFunction() override {
     if (fin_) fin_(resource_);
   }
@@ -113,6 +113,10 @@ class CFunction final : public FunctionObj {
   }
 
  private:
+  /*! \brief The C entry: the callback fills a RetValue, which moves into the caller's slot
+   *  (CallThroughRetValue without the second indirection through Invoke). */
+  static int CallCallback(const FunctionObj* self, TVMValue* values, int* codes, int n,
+                          TVMValue* ret_val, int* ret_type_code);
   TVMPackedCFunc func_;
   void* resource_;
   TVMPackedCFuncFinalizer fin_;
