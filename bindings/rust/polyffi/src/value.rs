@@ -886,6 +886,24 @@ impl StrHolder {
         Self::new_slow(s)
     }
 
+    /// [`new`](Self::new) into the caller's empty slot: a short string's copy is written where
+    /// the holder stays.
+    #[inline(always)]
+    fn new_in(s: &[u8], slot: &mut Option<StrHolder>) -> Result<()> {
+        if s.len() < 64 {
+            let holder = slot.insert(StrHolder::Inline {
+                buf: [std::mem::MaybeUninit::<u8>::uninit(); 64],
+            });
+            if let StrHolder::Inline { buf } = holder {
+                if !copy_c_short(s, buf) {
+                    return Ok(());
+                }
+            }
+        }
+        *slot = Some(Self::new_slow(s)?);
+        Ok(())
+    }
+
     /// A long string (a heap copy) or one with NUL bytes (an object).
     #[cold]
     #[inline(never)]
@@ -942,6 +960,13 @@ pub trait ToArg {
     type Holder;
     fn prepare(&self) -> Result<Self::Holder>;
     fn raw(&self, holder: &Self::Holder) -> (TVMValue, c_int);
+    /// `prepare` into the slot the call keeps its holder in (empty on entry). The default
+    /// moves `prepare`'s result there; strings write their buffer in place instead.
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<Self::Holder>) -> Result<()> {
+        *slot = Some(self.prepare()?);
+        Ok(())
+    }
 }
 
 macro_rules! scalar_arg {
@@ -983,6 +1008,10 @@ impl ToArg for str {
         StrHolder::new(self.as_bytes())
     }
     #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<StrHolder>) -> Result<()> {
+        StrHolder::new_in(self.as_bytes(), slot)
+    }
+    #[inline(always)]
     fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
         h.raw()
     }
@@ -992,6 +1021,10 @@ impl ToArg for String {
     type Holder = StrHolder;
     fn prepare(&self) -> Result<StrHolder> {
         StrHolder::new(self.as_bytes())
+    }
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<StrHolder>) -> Result<()> {
+        StrHolder::new_in(self.as_bytes(), slot)
     }
     fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
         h.raw()
@@ -1146,6 +1179,10 @@ impl<T: ToArg + ?Sized> ToArg for &T {
     fn raw(&self, h: &T::Holder) -> (TVMValue, c_int) {
         (**self).raw(h)
     }
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<T::Holder>) -> Result<()> {
+        (**self).prepare_in(slot)
+    }
 }
 
 impl<T: ToArg> ToArg for Option<T> {
@@ -1189,10 +1226,14 @@ macro_rules! tuple_args {
                 self,
                 f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
             ) -> Result<R> {
-                // The holders stay here until the end of the call (dropped at the end of this
-                // scope, not moved into a drop call).
-                let holders = ($(self.$i.prepare()?,)+);
-                let raw: [(TVMValue, c_int); $n] = [$(self.$i.raw(&holders.$i)),+];
+                // Each holder is made in the slot it stays in until the end of the call (a
+                // string's buffer is written there, not moved), and dropped at the end of this
+                // scope; slots after a failed one stay empty.
+                let mut holders = ($(None::<$T::Holder>,)+);
+                $(self.$i.prepare_in(&mut holders.$i)?;)+
+                // SAFETY: prepare_in filled every slot (it returned Ok).
+                let raw: [(TVMValue, c_int); $n] =
+                    [$(self.$i.raw(unsafe { holders.$i.as_ref().unwrap_unchecked() })),+];
                 let mut values: [TVMValue; $n] = raw.map(|r| r.0);
                 let mut codes: [c_int; $n] = raw.map(|r| r.1);
                 f(&mut values, &mut codes)
