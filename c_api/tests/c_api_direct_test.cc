@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "c_api_test_util.h"
 
@@ -35,6 +36,8 @@ int DirectAdd(void*, const TVMValue* args, const int* codes, int n, TVMValue* re
 }
 
 /*! \brief Returns its first argument: numbers as they are, strings and bytes copied. */
+int ClassicEchoFirst(TVMValue* args, int* codes, int, TVMRetValueHandle ret, void*);
+
 int DirectEcho(void*, const TVMValue* args, const int* codes, int n, TVMValue* ret, int* code) {
   if (n < 1) return 0;
   if (codes[0] == kTVMStr) {
@@ -197,6 +200,74 @@ TEST(DirectCall, StringFromTheCurrentReturnStorageEchoesIntact) {
   ASSERT_EQ(TVMFuncCall(f, &arg, &code, 1, &ret, &ret_code), 0) << LastError();
   ASSERT_EQ(ret_code, kTVMStr);
   EXPECT_STREQ(ret.v_str, "a string long enough to live on the heap");
+}
+
+TEST(DirectReturnString, OverlappingPartOfTheCurrentResultIsCopiedIntact) {
+  TVMValue v;
+  int code = kTVMNullptr;
+  ASSERT_EQ(TVMDirectReturnString("0123456789abcdef", 16, 0, &v, &code), 0) << LastError();
+  const char* first = v.v_str;
+  // Its own tail, then its own head: source and destination overlap in the storage.
+  ASSERT_EQ(TVMDirectReturnString(first + 6, 10, 0, &v, &code), 0) << LastError();
+  EXPECT_STREQ(v.v_str, "6789abcdef");
+  ASSERT_EQ(TVMDirectReturnString(v.v_str, 4, 0, &v, &code), 0) << LastError();
+  EXPECT_EQ(code, kTVMStr);
+  EXPECT_STREQ(v.v_str, "6789");
+}
+
+TEST(DirectReturnString, GrowsAndShrinksAcrossSizes) {
+  // Below, at and over the storage's kept size (64 KiB), and back: every result reads back whole,
+  // also when it is a part of the oversized result it replaces.
+  std::string big(100 * 1024, 'x');
+  big.back() = 'y';
+  std::vector<std::string> inputs = {
+      "a", std::string(63, 'b'), std::string(64, 'c'), std::string(5000, 'd'), big, "short again"};
+  TVMValue v;
+  int code = kTVMNullptr;
+  for (const std::string& s : inputs) {
+    ASSERT_EQ(TVMDirectReturnString(s.data(), s.size(), 0, &v, &code), 0) << LastError();
+    ASSERT_EQ(code, kTVMStr);
+    EXPECT_EQ(std::string(v.v_str), s);
+  }
+  ASSERT_EQ(TVMDirectReturnString(big.data(), big.size(), 0, &v, &code), 0) << LastError();
+  ASSERT_EQ(TVMDirectReturnString(v.v_str + big.size() - 3, 3, 0, &v, &code), 0) << LastError();
+  EXPECT_STREQ(v.v_str, "xxy");
+}
+
+TEST(DirectReturnString, StringAndBytesResultsAreKeptApart) {
+  TVMValue s, b;
+  int s_code = kTVMNullptr, b_code = kTVMNullptr;
+  ASSERT_EQ(TVMDirectReturnString("the string", 10, 0, &s, &s_code), 0) << LastError();
+  const char bytes[] = {'b', '\0', 'y'};
+  ASSERT_EQ(TVMDirectReturnString(bytes, sizeof(bytes), 1, &b, &b_code), 0) << LastError();
+  EXPECT_EQ(s_code, kTVMStr);
+  EXPECT_STREQ(s.v_str, "the string");
+  ASSERT_EQ(b_code, kTVMBytes);
+  auto* arr = static_cast<TVMByteArray*>(b.v_handle);
+  EXPECT_EQ(std::string(arr->data, arr->size), std::string(bytes, sizeof(bytes)));
+}
+
+TEST(DirectReturnString, ReplacesAClassicStringResult) {
+  // A classic callee's string result (its buffer handed over to the return storage), then a
+  // direct copy of it, then a classic one again: each reads back whole.
+  TVMFunctionHandle classic = nullptr;
+  ASSERT_EQ(TVMFuncCreateFromCFunc(ClassicEchoFirst, nullptr, nullptr, &classic), 0) << LastError();
+  Owned owned{classic};
+  std::string text = "a classic result long enough for the heap";
+  TVMValue arg, ret;
+  int arg_code = kTVMStr, ret_code;
+  arg.v_str = text.c_str();
+  ASSERT_EQ(TVMFuncCall(classic, &arg, &arg_code, 1, &ret, &ret_code), 0) << LastError();
+  ASSERT_EQ(ret_code, kTVMStr);
+  TVMValue v;
+  int code = kTVMNullptr;
+  ASSERT_EQ(TVMDirectReturnString(ret.v_str, std::strlen(ret.v_str), 0, &v, &code), 0)
+      << LastError();
+  EXPECT_EQ(std::string(v.v_str), text);
+  arg = v;
+  ASSERT_EQ(TVMFuncCall(classic, &arg, &arg_code, 1, &ret, &ret_code), 0) << LastError();
+  ASSERT_EQ(ret_code, kTVMStr);
+  EXPECT_EQ(std::string(ret.v_str), text);
 }
 
 TEST(DirectReturnString, RejectsNullPointers) {

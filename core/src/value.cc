@@ -4,6 +4,7 @@
 #include <polyffi/dtype_string.h>
 #include <polyffi/type_code_name.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -83,10 +84,23 @@ struct ValueTls {
   std::string* ret_str = nullptr;
   std::string* ret_bytes_data = nullptr;
   TVMByteArray ret_bytes{nullptr, 0};
+  /*!
+   * \brief Where ReturnStringToC copies a string: one buffer per kind, written in place while
+   *  the string and its NUL fit, so a warm copy is one memmove and no allocation. A string is
+   *  written in place when its size is below fast_capacity, the buffer's size (0 while there is
+   *  no buffer, or it is too big to keep and must be reallocated first).
+   */
+  struct CopyBuffer {
+    char* data = nullptr;
+    size_t fast_capacity = 0;
+  };
+  CopyBuffer str_copy, bytes_copy;
   ~ValueTls() {
     for (std::string* p : free) delete p;
     delete ret_str;
     delete ret_bytes_data;
+    delete[] str_copy.data;
+    delete[] bytes_copy.data;
   }
 };
 
@@ -297,19 +311,44 @@ void RetValue::MoveToCSlow(TVMValue* v, int* code) {
   }
 }
 
+namespace {
+
+/*! \brief Copy size bytes (and a NUL) into a new buffer for b; data may point into the old one,
+ *  which is freed after the copy. A buffer over the pool's size limit serves this one result. */
+[[gnu::noinline]] char* RegrowCopyBuffer(ValueTls::CopyBuffer* b, const char* data, size_t size) {
+  size_t capacity = std::max<size_t>(size + 1, 64);
+  char* fresh = new char[capacity];
+  std::memcpy(fresh, data, size);
+  fresh[size] = '\0';
+  delete[] b->data;
+  b->data = fresh;
+  b->fast_capacity = capacity <= ValueTls::kMaxCapacity ? capacity : 0;
+  return fresh;
+}
+
+}  // namespace
+
 void ReturnStringToC(const char* data, size_t size, bool is_bytes, TVMValue* v, int* code) {
   ValueTls& s = Store();
-  // Copied before the old buffer is released: data may be that buffer.
-  std::string* p = AcquireString(data, size);
+  ValueTls::CopyBuffer& b = is_bytes ? s.bytes_copy : s.str_copy;
+  char* dst;
+  if (__builtin_expect(size < b.fast_capacity, 1)) {
+    // memmove: data may be this very buffer (a string received from the previous call).
+    dst = static_cast<char*>(std::memmove(b.data, data, size));
+    dst[size] = '\0';
+  } else {
+    dst = RegrowCopyBuffer(&b, data, size);
+  }
+  // A string result handed over by MoveToC is no longer the current one: back to the pool.
   if (is_bytes) {
-    s.ret_bytes = TVMByteArray{p->data(), p->size()};
+    s.ret_bytes = TVMByteArray{dst, size};
     v->v_handle = &s.ret_bytes;
     *code = kTVMBytes;
-    if (std::string* prev = std::exchange(s.ret_bytes_data, p)) ReleaseStringTo(&s, prev);
+    if (std::string* prev = std::exchange(s.ret_bytes_data, nullptr)) ReleaseStringTo(&s, prev);
   } else {
-    v->v_str = p->c_str();
+    v->v_str = dst;
     *code = kTVMStr;
-    if (std::string* prev = std::exchange(s.ret_str, p)) ReleaseStringTo(&s, prev);
+    if (std::string* prev = std::exchange(s.ret_str, nullptr)) ReleaseStringTo(&s, prev);
   }
 }
 

@@ -885,6 +885,9 @@ class RetValue {
     return static_cast<unsigned>(code) <= kTVMDLTensorHandle || code == kTVMArgBool;
   }
   [[gnu::noinline]] void SetDirectSlow(TVMValue v, int code) {
+    // The usual non-plain result, a string into a slot that holds no reference: one copy into
+    // the thread's return storage, out of line so this frame stays small.
+    if (code == kTVMStr && !slot_owns_ && v.v_str != nullptr) return SetDirectStr(v.v_str);
     if (code < 0 || code > kTVMArgBool) {
       throw Error("TypeError", "callback returned an unsupported value: unknown type code " +
                                    std::to_string(code));
@@ -921,6 +924,9 @@ class RetValue {
     *slot_ = v;
     *slot_code_ = code;
     slot_owns_ = Any::IsObjectCode(code);
+  }
+  [[gnu::noinline]] void SetDirectStr(const char* str) {
+    CheckCall(TVMDirectReturnString(str, std::strlen(str), 0, slot_, slot_code_));
   }
   static TVMValue ObjectValue(const Any& a) {
     TVMValue v;
