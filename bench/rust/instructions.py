@@ -2,8 +2,9 @@
 """Instructions per call (valgrind callgrind) for the Rust binding, the C ABI from C and the
 tvm-ffi crate, case by case: (Ir(N) - Ir(0)) / (N * calls per iteration), which cancels start-up.
 
-Usage: python3 bench/rust/instructions.py [--build build] [--only SUBSTRING]   (after building polyffi-bench and
-tvm-ffi-rows in release mode into build/cargo, see docs/performance/rust.md)
+Usage: python3 bench/rust/instructions.py [--build build] [--only SUBSTRING]
+(after building polyffi-bench and tvm-ffi-rows in release mode into build/cargo, see
+docs/performance/rust.md; --only keeps the cases whose name contains SUBSTRING)
 """
 import argparse
 import re

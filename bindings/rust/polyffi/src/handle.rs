@@ -79,7 +79,9 @@ thread_local! {
     /// Set while a string or bytes result that still lives in this thread's return storage is
     /// lent to a caller's closure (`Function::invoke_with_str` / `invoke_with_bytes`). Any call
     /// into the runtime may replace that storage, so every call made through this crate on the
-    /// thread meanwhile is refused (`call_slot`).
+    /// thread meanwhile is refused (`call_slot`, the path every function call of this crate
+    /// takes; the crate's other runtime calls, on handles, arrays and the registry, never write
+    /// the return storage).
     static RESULT_LENT: Cell<bool> = const { Cell::new(false) };
 }
 

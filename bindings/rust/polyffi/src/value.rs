@@ -288,17 +288,9 @@ impl Shape {
             .map_err(|_| Error::value_error("a Shape with more than 2^31 dimensions"))?;
         let mut ret = TVMValue { v_int64: 0 };
         let mut ret_code: c_int = NULL;
-        // SAFETY: n int arguments in values/codes; ret/ret_code are out-parameters.
-        check_call(unsafe {
-            sys::TVMFuncCall(
-                f.as_raw(),
-                values.as_mut_ptr(),
-                codes.as_mut_ptr(),
-                n,
-                &mut ret,
-                &mut ret_code,
-            )
-        })?;
+        // SAFETY: n int arguments in values/codes; ret/ret_code are out-parameters. Through
+        // the one call path every function call of this crate takes (call_slot).
+        check_call(unsafe { f.call_slot(&mut values, &mut codes, n, &mut ret, &mut ret_code) })?;
         // SAFETY: the owned result of the call just made; taken over (and so freed) here.
         match (ret_code, NonNull::new(unsafe { ret.v_handle })) {
             (OBJECT, Some(h)) => Ok(unsafe { Object::from_raw(h) }),
