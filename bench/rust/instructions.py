@@ -2,8 +2,9 @@
 """Instructions per call (valgrind callgrind) for the Rust binding, the C ABI from C and the
 tvm-ffi crate, case by case: (Ir(N) - Ir(0)) / (N * calls per iteration), which cancels start-up.
 
-Usage: python3 bench/rust/instructions.py [--build build]   (after building polyffi-bench and
-tvm-ffi-rows in release mode into build/cargo, see docs/performance/rust.md)
+Usage: python3 bench/rust/instructions.py [--build build] [--only SUBSTRING]
+(after building polyffi-bench and tvm-ffi-rows in release mode into build/cargo, see
+docs/performance/rust.md; --only keeps the cases whose name contains SUBSTRING)
 """
 import argparse
 import re
@@ -16,8 +17,10 @@ CASES = [
     ("nop", "nop/rust_typed", "calls/nop/polyffi_c", "nop", 20000, 1),
     ("add3", "add3/rust_typed", "calls/add3/polyffi_c", "add3", 20000, 1),
     ("add3 generic", "add3/rust_generic", "calls/add3/polyffi_c", "add3", 20000, 1),
+    ("add3 Value result", "add3/rust_value", "calls/add3/polyffi_c", "add3", 20000, 1),
     ("str16", "str16/rust_typed", "calls/str16/polyffi_c", "str16", 20000, 1),
     ("str16 into a reused String", "str16/rust_into", "calls/str16/polyffi_c", "str16", 20000, 1),
+    ("str16 lent as &str", "str16/rust_borrowed", "calls/str16/polyffi_c", "str16", 20000, 1),
     ("callback (from_closure)", "callback/rust_typed", None, "callback", 1, 1_000_000),
     ("callback (from_typed)", "callback/rust_from_typed", None, "callback", 1, 1_000_000),
     ("lookup", "lookup/rust_typed", "calls/lookup/polyffi_c", "lookup", 20000, 1),
@@ -59,7 +62,9 @@ def ratio(a, b):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
-    build = Path(ap.parse_args().build)
+    ap.add_argument("--only", default="", help="only the cases whose name contains this")
+    opts = ap.parse_args()
+    build = Path(opts.build)
     rust = build / "cargo/release/polyffi-bench"
     tvm = build / "cargo/release/tvm-ffi-rows"
     fixtures = build / "lib/libbench_tvm_ffi_fixtures.so"
@@ -73,6 +78,8 @@ def main():
           "Rust / tvm-ffi |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, rcase, ccase, tcase, n, calls in CASES:
+        if opts.only not in name:
+            continue
         r = per_call(rust_cmd(rust, rcase), n, calls)
         if ccase is None:  # the C callback case runs 1000 callbacks per iteration
             cv = per_call(c_cmd(c, "calls/callback_call_n/polyffi_c"), 2000, 1000)

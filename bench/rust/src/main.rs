@@ -68,6 +68,7 @@ fn handles() -> Handles {
     };
     assert_eq!(h.add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
     assert_eq!(h.echo.invoke::<String>((STR16,)).unwrap(), STR16);
+    assert!(h.echo.invoke_with_str((STR16,), |s| s == STR16).unwrap());
     assert_eq!(
         h.call_n.invoke::<i64>((&h.add_one, 4)).unwrap(),
         1 + 2 + 3 + 4
@@ -86,6 +87,12 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
             let args = [Value::Int(black_box(1)), Value::Int(2), Value::Int(3)];
             black_box(h.add3.call(&args).unwrap());
         }),
+        // What the tvm-ffi crate's add3 row does: typed arguments, the generic result (its
+        // `Any`, our `Value`), then the conversion to i64.
+        "add3/rust_value" => (0..n).for_each(|_| {
+            let r: Value = h.add3.invoke((black_box(1i64), 2i64, 3i64)).unwrap();
+            black_box(i64::try_from(r).unwrap());
+        }),
         "str16/rust_typed" => (0..n).for_each(|_| {
             black_box(h.echo.invoke::<String>((black_box(STR16),)).unwrap());
         }),
@@ -99,6 +106,15 @@ fn run_case(h: &Handles, name: &str, n: u64) -> bool {
             });
             assert!(n == 0 || *text == STR16);
         }
+        // The result lent as a &str for the closure's body (no copy), as the peer's row gets
+        // its refcounted string back without copying it.
+        "str16/rust_borrowed" => (0..n).for_each(|_| {
+            h.echo
+                .invoke_with_str((black_box(STR16),), |s| {
+                    black_box(s);
+                })
+                .unwrap();
+        }),
         "callback/rust_typed" => (0..n).for_each(|_| {
             black_box(h.call_n.invoke::<i64>((&h.add_one, CALL_N)).unwrap());
         }),
@@ -133,8 +149,10 @@ const CASES: &[(&str, u64, u64)] = &[
     ("nop/rust_typed", 2_000_000, 1),
     ("add3/rust_typed", 2_000_000, 1),
     ("add3/rust_generic", 2_000_000, 1),
+    ("add3/rust_value", 2_000_000, 1),
     ("str16/rust_typed", 1_000_000, 1),
     ("str16/rust_into", 1_000_000, 1),
+    ("str16/rust_borrowed", 1_000_000, 1),
     ("callback/rust_typed", 3, CALL_N as u64),
     ("callback/rust_from_typed", 3, CALL_N as u64),
     ("lookup/rust_typed", 1_000_000, 1),
@@ -272,8 +290,10 @@ fn table(h: &Handles) {
         ("nop", "nop/rust_typed"),
         ("add3 (typed invoke)", "add3/rust_typed"),
         ("add3 (generic call)", "add3/rust_generic"),
+        ("add3 (typed args, `Value` result)", "add3/rust_value"),
         ("str16 echo -> `String`", "str16/rust_typed"),
         ("str16 echo into a reused `String`", "str16/rust_into"),
+        ("str16 echo lent as `&str`", "str16/rust_borrowed"),
         (
             "closure `from_closure` via call_n (per callback)",
             "callback/rust_typed",

@@ -11,8 +11,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `kind` is the kind of the runtime's error text (`TypeError`, `ValueError`, ... or any
 /// `[A-Za-z0-9_.]+` name; `TVMError` when the text has none), `message` the rest of its first
 /// line, and `traceback` whatever followed after a newline.
+///
+/// The text sits behind one pointer, so a `Result<T>` is as small as `T` allows: the success
+/// path of every call moves a few words, not three `String`s.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorText>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct ErrorText {
     kind: String,
     message: String,
     traceback: Option<String>,
@@ -21,26 +27,26 @@ pub struct Error {
 impl Error {
     /// An error of the given kind, e.g. `Error::new("ValueError", "bad shape")`.
     pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(ErrorText {
             kind: kind.into(),
             message: message.into(),
             traceback: None,
-        }
+        }))
     }
 
     /// The error kind, e.g. `"TypeError"` (or `"RustPanic"` for a panic in a closure).
     pub fn kind(&self) -> &str {
-        &self.kind
+        &self.0.kind
     }
 
     /// The message without the kind (the rest of the first line).
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Lines after the first one of the runtime's error text, if any.
     pub fn traceback(&self) -> Option<&str> {
-        self.traceback.as_deref()
+        self.0.traceback.as_deref()
     }
 
     /// Parses `Kind: message[\ntraceback]` the way the ABI defines it.
@@ -56,11 +62,11 @@ impl Error {
                 _ => ("TVMError", first),
             },
         };
-        Error {
+        Error(Box::new(ErrorText {
             kind: kind.to_string(),
             message: message.to_string(),
             traceback: rest,
-        }
+        }))
     }
 
     /// The calling thread's last runtime error.
@@ -80,8 +86,8 @@ impl Error {
 
     /// The text handed to `TVMAPISetLastError` when this error leaves a Rust callback.
     pub(crate) fn to_abi_text(&self) -> String {
-        let mut text = format!("{}: {}", self.kind, self.message);
-        if let Some(tb) = &self.traceback {
+        let mut text = format!("{}: {}", self.0.kind, self.0.message);
+        if let Some(tb) = &self.0.traceback {
             text.push('\n');
             text.push_str(tb);
         }
@@ -97,14 +103,14 @@ fn is_kind(s: &str) -> bool {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.0.kind, self.0.message)
     }
 }
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)?;
-        if let Some(tb) = &self.traceback {
+        write!(f, "{}: {}", self.0.kind, self.0.message)?;
+        if let Some(tb) = &self.0.traceback {
             write!(f, "\n{tb}")?;
         }
         Ok(())

@@ -3,6 +3,7 @@
 //! type codes and the small helpers every layer above shares. Values and their conversions
 //! (`value`) sit on top of this module; calls with values, closures, modules and arrays on top
 //! of those.
+use std::cell::Cell;
 use std::ffi::{c_void, CString};
 use std::fmt;
 use std::os::raw::c_int;
@@ -70,6 +71,49 @@ pub(crate) fn with_c_str<R>(
         let c = CString::new(bytes)?;
         Ok(f(c.as_ptr()))
     }
+}
+
+// ---- Lent results ------------------------------------------------------------------------------
+
+thread_local! {
+    /// Set while a string or bytes result that still lives in this thread's return storage is
+    /// lent to a caller's closure (`Function::invoke_with_str` / `invoke_with_bytes`). Any call
+    /// into the runtime may replace that storage, so every call made through this crate on the
+    /// thread meanwhile is refused (`call_slot`, the path every function call of this crate
+    /// takes; the crate's other runtime calls, on handles, arrays and the registry, never write
+    /// the return storage).
+    static RESULT_LENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread's return storage as lent until dropped (also when the closure panics).
+pub(crate) struct Lent(());
+
+impl Lent {
+    #[inline(always)]
+    pub(crate) fn start() -> Lent {
+        RESULT_LENT.set(true);
+        Lent(())
+    }
+}
+
+impl Drop for Lent {
+    #[inline(always)]
+    fn drop(&mut self) {
+        RESULT_LENT.set(false);
+    }
+}
+
+/// A call made while a result is lent: refused with a RuntimeError, nothing called.
+#[cold]
+#[inline(never)]
+fn refuse_while_lent() -> c_int {
+    crate::callback::set_last_error(&Error::new(
+        "RuntimeError",
+        "a call was made while a borrowed string or bytes result is lent to a closure \
+         (invoke_with_str / invoke_with_bytes); the call would overwrite it: copy what you need \
+         and make the call after the closure returns",
+    ));
+    -1
 }
 
 // ---- Function ----------------------------------------------------------------------------------
@@ -166,6 +210,9 @@ impl Function {
         // The direct contract: the slot holds kTVMNullptr / NULL before every call.
         ret.v_handle = std::ptr::null_mut();
         *ret_code = NULL;
+        if RESULT_LENT.get() {
+            return refuse_while_lent();
+        }
         match self.entry {
             // The entry of this live handle; the slot is pre-set as required.
             Some(entry) => entry(

@@ -288,17 +288,9 @@ impl Shape {
             .map_err(|_| Error::value_error("a Shape with more than 2^31 dimensions"))?;
         let mut ret = TVMValue { v_int64: 0 };
         let mut ret_code: c_int = NULL;
-        // SAFETY: n int arguments in values/codes; ret/ret_code are out-parameters.
-        check_call(unsafe {
-            sys::TVMFuncCall(
-                f.as_raw(),
-                values.as_mut_ptr(),
-                codes.as_mut_ptr(),
-                n,
-                &mut ret,
-                &mut ret_code,
-            )
-        })?;
+        // SAFETY: n int arguments in values/codes; ret/ret_code are out-parameters. Through
+        // the one call path every function call of this crate takes (call_slot).
+        check_call(unsafe { f.call_slot(&mut values, &mut codes, n, &mut ret, &mut ret_code) })?;
         // SAFETY: the owned result of the call just made; taken over (and so freed) here.
         match (ret_code, NonNull::new(unsafe { ret.v_handle })) {
             (OBJECT, Some(h)) => Ok(unsafe { Object::from_raw(h) }),
@@ -816,21 +808,46 @@ pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
     }
 }
 
-/// Whether a short string holds a NUL byte, eight bytes at a time inline (a call to `memchr`
-/// costs more than the whole scan of a short argument).
+/// Copies `s` (shorter than 64 bytes) into `buf` with a NUL after it and reports whether `s`
+/// itself holds a NUL byte, eight bytes at a time inline: one pass that loads each word once,
+/// checks it and stores it (a call to `memchr` or `memcpy` costs more than the whole work for a
+/// short argument). The last word may overlap the one before it; every load stays inside `s`.
 #[inline(always)]
-fn has_nul_short(s: &[u8]) -> bool {
+fn copy_c_short(s: &[u8], buf: &mut [std::mem::MaybeUninit<u8>; 64]) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut words = s.chunks_exact(8);
+    let n = s.len();
+    debug_assert!(n < 64);
+    let src = s.as_ptr();
+    let dst = buf.as_mut_ptr() as *mut u8;
     let mut found = 0u64;
-    for w in words.by_ref() {
-        let x = u64::from_ne_bytes(w.try_into().expect("8 bytes"));
-        // Sets a high bit exactly when some byte of x is zero (no false positives in the
-        // lowest zero byte; any set bit means at least one zero byte).
-        found |= x.wrapping_sub(LOW) & !x & HIGH;
+    // SAFETY: every read is inside s (n bytes), every write inside buf (n + 1 <= 64 bytes).
+    unsafe {
+        if n >= 8 {
+            let mut word = |at: usize| {
+                let x = (src.add(at) as *const u64).read_unaligned();
+                // A high bit is set exactly when some byte of x is zero.
+                found |= x.wrapping_sub(LOW) & !x & HIGH;
+                (dst.add(at) as *mut u64).write_unaligned(x);
+            };
+            let mut at = 0;
+            while at + 8 <= n {
+                word(at);
+                at += 8;
+            }
+            if at < n {
+                word(n - 8);
+            }
+        } else {
+            for i in 0..n {
+                let b = *src.add(i);
+                found |= u64::from(b == 0);
+                *dst.add(i) = b;
+            }
+        }
+        *dst.add(n) = 0;
     }
-    found != 0 || words.remainder().contains(&0)
+    found != 0
 }
 
 /// A NUL-terminated copy of a string argument: inline for short strings (no allocation), on the
@@ -844,28 +861,52 @@ pub enum StrHolder {
 }
 
 impl StrHolder {
-    #[inline]
+    /// Inline (the short path is built where the caller keeps the holder); the rest out of line.
+    #[inline(always)]
     fn new(s: &[u8]) -> Result<StrHolder> {
         if s.len() < 64 {
-            if has_nul_short(s) {
-                return Self::with_nul(s);
+            // Made in place: the copy goes straight into the holder the call keeps.
+            let mut holder = StrHolder::Inline {
+                buf: [std::mem::MaybeUninit::<u8>::uninit(); 64],
+            };
+            if let StrHolder::Inline { buf } = &mut holder {
+                if !copy_c_short(s, buf) {
+                    return Ok(holder);
+                }
             }
-            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
-            // SAFETY: s.len() + 1 <= 64 bytes written; only those are read (a C string).
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), buf.as_mut_ptr() as *mut u8, s.len());
-                buf[s.len()].write(0);
-            }
-            Ok(StrHolder::Inline { buf })
-        } else {
-            if s.contains(&0) {
-                return Self::with_nul(s);
-            }
-            // SAFETY: checked above that s holds no NUL.
-            Ok(StrHolder::Heap(unsafe {
-                CString::from_vec_unchecked(s.to_vec())
-            }))
         }
+        Self::new_slow(s)
+    }
+
+    /// [`new`](Self::new) into the caller's empty slot: a short string's copy is written where
+    /// the holder stays.
+    #[inline(always)]
+    fn new_in(s: &[u8], slot: &mut Option<StrHolder>) -> Result<()> {
+        if s.len() < 64 {
+            let holder = slot.insert(StrHolder::Inline {
+                buf: [std::mem::MaybeUninit::<u8>::uninit(); 64],
+            });
+            if let StrHolder::Inline { buf } = holder {
+                if !copy_c_short(s, buf) {
+                    return Ok(());
+                }
+            }
+        }
+        *slot = Some(Self::new_slow(s)?);
+        Ok(())
+    }
+
+    /// A long string (a heap copy) or one with NUL bytes (an object).
+    #[cold]
+    #[inline(never)]
+    fn new_slow(s: &[u8]) -> Result<StrHolder> {
+        if s.contains(&0) {
+            return Self::with_nul(s);
+        }
+        // SAFETY: checked above that s holds no NUL.
+        Ok(StrHolder::Heap(unsafe {
+            CString::from_vec_unchecked(s.to_vec())
+        }))
     }
 
     /// A string with NUL bytes inside travels as a `runtime.String` object.
@@ -875,6 +916,7 @@ impl StrHolder {
         f.invoke::<Object>((s,)).map(StrHolder::Object)
     }
 
+    #[inline(always)]
     fn raw(&self) -> (TVMValue, c_int) {
         match self {
             StrHolder::Inline { buf } => (
@@ -910,6 +952,13 @@ pub trait ToArg {
     type Holder;
     fn prepare(&self) -> Result<Self::Holder>;
     fn raw(&self, holder: &Self::Holder) -> (TVMValue, c_int);
+    /// `prepare` into the slot the call keeps its holder in (empty on entry). The default
+    /// moves `prepare`'s result there; strings write their buffer in place instead.
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<Self::Holder>) -> Result<()> {
+        *slot = Some(self.prepare()?);
+        Ok(())
+    }
 }
 
 macro_rules! scalar_arg {
@@ -946,11 +995,15 @@ scalar_arg! {
 
 impl ToArg for str {
     type Holder = StrHolder;
-    #[inline]
+    #[inline(always)]
     fn prepare(&self) -> Result<StrHolder> {
         StrHolder::new(self.as_bytes())
     }
-    #[inline]
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<StrHolder>) -> Result<()> {
+        StrHolder::new_in(self.as_bytes(), slot)
+    }
+    #[inline(always)]
     fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
         h.raw()
     }
@@ -960,6 +1013,10 @@ impl ToArg for String {
     type Holder = StrHolder;
     fn prepare(&self) -> Result<StrHolder> {
         StrHolder::new(self.as_bytes())
+    }
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<StrHolder>) -> Result<()> {
+        StrHolder::new_in(self.as_bytes(), slot)
     }
     fn raw(&self, h: &StrHolder) -> (TVMValue, c_int) {
         h.raw()
@@ -1114,6 +1171,10 @@ impl<T: ToArg + ?Sized> ToArg for &T {
     fn raw(&self, h: &T::Holder) -> (TVMValue, c_int) {
         (**self).raw(h)
     }
+    #[inline(always)]
+    fn prepare_in(&self, slot: &mut Option<T::Holder>) -> Result<()> {
+        (**self).prepare_in(slot)
+    }
 }
 
 impl<T: ToArg> ToArg for Option<T> {
@@ -1131,14 +1192,21 @@ impl<T: ToArg> ToArg for Option<T> {
 
 /// The arguments of a typed call: tuples of up to 8 [`ToArg`] values, packed on the stack.
 pub trait IntoArgs {
-    /// Packs the arguments and runs `f` on the packed values and type codes.
-    fn with_packed<R>(self, f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R) -> Result<R>;
+    /// Packs the arguments and runs `f` on the packed values and type codes; `f`'s own
+    /// `Result` is the result (a packing error comes first).
+    fn with_packed<R>(
+        self,
+        f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
+    ) -> Result<R>;
 }
 
 impl IntoArgs for () {
     #[inline(always)]
-    fn with_packed<R>(self, f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R) -> Result<R> {
-        Ok(f(&mut [], &mut []))
+    fn with_packed<R>(
+        self,
+        f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
+    ) -> Result<R> {
+        f(&mut [], &mut [])
     }
 }
 
@@ -1148,15 +1216,19 @@ macro_rules! tuple_args {
             #[inline(always)]
             fn with_packed<R>(
                 self,
-                f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> R,
+                f: impl FnOnce(&mut [TVMValue], &mut [c_int]) -> Result<R>,
             ) -> Result<R> {
-                let holders = ($(self.$i.prepare()?,)+);
-                let raw: [(TVMValue, c_int); $n] = [$(self.$i.raw(&holders.$i)),+];
+                // Each holder is made in the slot it stays in until the end of the call (a
+                // string's buffer is written there, not moved), and dropped at the end of this
+                // scope; slots after a failed one stay empty.
+                let mut holders = ($(None::<$T::Holder>,)+);
+                $(self.$i.prepare_in(&mut holders.$i)?;)+
+                // SAFETY: prepare_in filled every slot (it returned Ok).
+                let raw: [(TVMValue, c_int); $n] =
+                    [$(self.$i.raw(unsafe { holders.$i.as_ref().unwrap_unchecked() })),+];
                 let mut values: [TVMValue; $n] = raw.map(|r| r.0);
                 let mut codes: [c_int; $n] = raw.map(|r| r.1);
-                let out = f(&mut values, &mut codes);
-                drop(holders);
-                Ok(out)
+                f(&mut values, &mut codes)
             }
         }
     };
@@ -1255,7 +1327,7 @@ impl Function {
     /// results never allocate.
     #[inline]
     pub fn invoke<R: FromRet>(&self, args: impl IntoArgs) -> Result<R> {
-        args.with_packed(|values, codes| self.call_raw_typed::<R>(values, codes))?
+        args.with_packed(|values, codes| self.call_raw_typed::<R>(values, codes))
     }
 
     /// Calls with already packed values.
@@ -1273,7 +1345,65 @@ impl Function {
             let (ret, code) = self.call_packed_raw(values, codes)?;
             // SAFETY: the owned result of the call just made.
             unsafe { crate::value::string_into(ret, code, out) }
-        })?
+        })
+    }
+
+    /// Typed call whose string result is lent to `f` as a `&str`, without copying it: `f` runs
+    /// right after the call, on the characters the callee left in this thread's return storage,
+    /// and its return value is the result. Like C++'s `CallView`, for a caller that only reads
+    /// the string (compares it, parses it, writes it somewhere).
+    ///
+    /// The borrow cannot outlive `f` (the `&str` is valid for `f`'s body only, so keeping it
+    /// does not compile), and no call can replace the storage while `f` runs: every call made
+    /// through this crate on this thread inside `f` fails with a RuntimeError instead of being
+    /// made. A result that is not a `kTVMStr` in that storage (a `runtime.String` object, a
+    /// string with NUL bytes) is converted as [`invoke::<String>`](Self::invoke) converts it and
+    /// lent from that `String`; anything that is not a string, and a string that is not UTF-8,
+    /// is the TypeError `invoke::<String>` gives (`expected str but got ...`), and `f` does not
+    /// run.
+    ///
+    /// ```no_run
+    /// # use polyffi::Function;
+    /// # fn main() -> polyffi::Result<()> {
+    /// let echo = Function::global("testing.echo")?;
+    /// let n = echo.invoke_with_str(("hello",), |s| s.len())?;
+    /// assert_eq!(n, 5);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Keeping the borrow past the closure does not compile:
+    ///
+    /// ```compile_fail
+    /// # use polyffi::Function;
+    /// # fn main() -> polyffi::Result<()> {
+    /// let echo = Function::global("testing.echo")?;
+    /// let kept: &str = echo.invoke_with_str(("hello",), |s| s)?;
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn invoke_with_str<T>(&self, args: impl IntoArgs, f: impl FnOnce(&str) -> T) -> Result<T> {
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { lend_str(ret, code, f) }
+        })
+    }
+
+    /// [`invoke_with_str`](Self::invoke_with_str) for a bytes result, lent as `&[u8]`: a
+    /// `kTVMBytes` or `kTVMStr` result is lent from the return storage as it is, anything else
+    /// converted as `invoke::<Vec<u8>>` converts it (TypeError `expected bytes but got ...`).
+    /// The same rules hold while `f` runs: calls through this crate on this thread are refused.
+    #[inline]
+    pub fn invoke_with_bytes<T>(
+        &self,
+        args: impl IntoArgs,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
+        args.with_packed(|values, codes| {
+            let (ret, code) = self.call_packed_raw(values, codes)?;
+            // SAFETY: the owned result of the call just made.
+            unsafe { lend_bytes(ret, code, f) }
+        })
     }
 
     #[inline(always)]
@@ -1337,8 +1467,12 @@ impl FromRet for Value {
     /// Scalars inline; everything else out of line.
     #[inline(always)]
     unsafe fn from_ret(v: TVMValue, code: c_int) -> Result<Self> {
+        // An int (the usual result) with one compare, before the table of the other codes.
+        if code == INT {
+            return Ok(Value::Int(v.v_int64));
+        }
         match code {
-            INT | UINT => Ok(Value::Int(v.v_int64)),
+            UINT => Ok(Value::Int(v.v_int64)),
             FLOAT => Ok(Value::Float(v.v_float64)),
             BOOL => Ok(Value::Bool(v.v_int64 != 0)),
             NULL => Ok(Value::Null),
@@ -1387,6 +1521,53 @@ pub(crate) unsafe fn string_into(v: TVMValue, code: c_int, out: &mut String) -> 
     }
     *out = String::from_ret(v, code)?;
     Ok(())
+}
+
+/// A string result lent to `f` (see `Function::invoke_with_str`).
+///
+/// # Safety
+/// `v`, `code` must be an owned result just returned by the runtime.
+#[inline]
+unsafe fn lend_str<T>(v: TVMValue, code: c_int, f: impl FnOnce(&str) -> T) -> Result<T> {
+    if code == STR {
+        if let Some(s) = utf8(CStr::from_ptr(v.v_str).to_bytes()) {
+            let _lent = crate::handle::Lent::start();
+            return Ok(f(s));
+        }
+    }
+    lend_str_owned(v, code, f)
+}
+
+/// Everything but a UTF-8 `kTVMStr`: the owned conversion, then the same rules for `f`.
+#[cold]
+#[inline(never)]
+unsafe fn lend_str_owned<T>(v: TVMValue, code: c_int, f: impl FnOnce(&str) -> T) -> Result<T> {
+    let s = String::try_from(Value::from_raw_owned(v, code)?)?;
+    let _lent = crate::handle::Lent::start();
+    Ok(f(&s))
+}
+
+/// A bytes result lent to `f` (see `Function::invoke_with_bytes`).
+///
+/// # Safety
+/// `v`, `code` must be an owned result just returned by the runtime.
+#[inline]
+unsafe fn lend_bytes<T>(v: TVMValue, code: c_int, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+    let bytes = match code {
+        BYTES => bytes_of(&*(v.v_handle as *const sys::TVMByteArray)),
+        STR => CStr::from_ptr(v.v_str).to_bytes(),
+        _ => return lend_bytes_owned(v, code, f),
+    };
+    let _lent = crate::handle::Lent::start();
+    Ok(f(bytes))
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn lend_bytes_owned<T>(v: TVMValue, code: c_int, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+    let b = Vec::<u8>::try_from(Value::from_raw_owned(v, code)?)?;
+    let _lent = crate::handle::Lent::start();
+    Ok(f(&b))
 }
 
 fast_ret! {
@@ -1519,17 +1700,27 @@ mod tests {
     }
 
     #[test]
-    fn short_strings_find_every_nul() {
+    fn short_strings_are_copied_and_every_nul_found() {
+        let check = |s: &[u8]| {
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
+            let nul = copy_c_short(s, &mut buf);
+            // SAFETY: s.len() + 1 bytes were written.
+            let copied =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, s.len() + 1) };
+            assert_eq!(&copied[..s.len()], s);
+            assert_eq!(copied[s.len()], 0);
+            nul
+        };
         for len in 0..64 {
             let clean: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
-            assert!(!has_nul_short(&clean), "len {len}");
+            assert!(!check(&clean), "len {len}");
             // Bytes above 0x80 and 0x01 neighbours must not look like NUL.
             let high: Vec<u8> = (0..len).map(|i| [0x80, 0x01, 0xff][i % 3]).collect();
-            assert!(!has_nul_short(&high), "len {len}");
+            assert!(!check(&high), "len {len}");
             for at in 0..len {
                 let mut s = clean.clone();
                 s[at] = 0;
-                assert!(has_nul_short(&s), "len {len} NUL at {at}");
+                assert!(check(&s), "len {len} NUL at {at}");
             }
         }
     }

@@ -226,6 +226,157 @@ fn invoke_into_string_reuses_the_buffer() {
     assert!(out.is_empty());
 }
 
+/// A `kTVMStr` argument with the caller's bytes as they are (not UTF-8 here): what a C caller
+/// may pass, which safe Rust cannot build as a `&str`.
+struct RawCStr(&'static [u8]);
+
+impl polyffi::ToArg for RawCStr {
+    type Holder = ();
+    fn prepare(&self) -> polyffi::Result<()> {
+        assert_eq!(self.0.last(), Some(&0), "RawCStr needs its NUL");
+        Ok(())
+    }
+    fn raw(&self, _: &()) -> (polyffi::sys::TVMValue, std::os::raw::c_int) {
+        (
+            polyffi::sys::TVMValue {
+                v_str: self.0.as_ptr() as *const _,
+            },
+            polyffi::sys::kTVMStr as std::os::raw::c_int,
+        )
+    }
+}
+
+#[test]
+fn invoke_with_str_lends_the_result() {
+    let echo = common::global("testing.echo");
+    let concat = common::global("testing.concat");
+    assert_eq!(
+        echo.invoke_with_str(("0123456789abcdef",), |s| s.to_uppercase())
+            .unwrap(),
+        "0123456789ABCDEF"
+    );
+    assert_eq!(
+        concat
+            .invoke_with_str(("é", "ü"), |s| s.chars().count())
+            .unwrap(),
+        2
+    );
+    let long = "y".repeat(5000);
+    assert!(echo
+        .invoke_with_str((long.as_str(),), |s| s == long)
+        .unwrap());
+    // A string with a NUL inside comes back as a runtime.String object: converted, then lent.
+    assert_eq!(
+        concat
+            .invoke_with_str(("a\0b", "c"), |s| s.as_bytes().to_vec())
+            .unwrap(),
+        b"a\0bc"
+    );
+    // Bytes: a bytes result and a str result are both lent as they are.
+    let raw: &[u8] = &[0, 1, 0xff, 0x80];
+    assert_eq!(echo.invoke_with_bytes((raw,), |b| b.to_vec()).unwrap(), raw);
+    assert_eq!(
+        echo.invoke_with_bytes(("abc",), |b| b.to_vec()).unwrap(),
+        b"abc"
+    );
+}
+
+#[test]
+fn invoke_with_str_errors_are_typed_and_skip_the_closure() {
+    let echo = common::global("testing.echo");
+    let mut ran = false;
+    // A str result that is not UTF-8: the TypeError invoke::<String> gives.
+    let bad = RawCStr(b"ab\xff\xfecd\0");
+    let err = echo.invoke_with_str((&bad,), |_| ran = true).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        ("TypeError", "expected str but got bytes")
+    );
+    assert_eq!(
+        err,
+        echo.invoke::<String>((&bad,)).unwrap_err(),
+        "the owned call gives the same error"
+    );
+    // Read as bytes, the same result is fine.
+    assert_eq!(
+        echo.invoke_with_bytes((&bad,), |b| b.to_vec()).unwrap(),
+        b"ab\xff\xfecd"
+    );
+    // Not a string at all.
+    let err = echo.invoke_with_str((5i64,), |_| ran = true).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        ("TypeError", "expected str but got int")
+    );
+    let err = echo
+        .invoke_with_bytes((1.5f64,), |_| ran = true)
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        ("TypeError", "expected bytes but got float")
+    );
+    // The callee's own error.
+    let raise = common::global("testing.raise_error");
+    let err = raise
+        .invoke_with_str(("KeyError", "nope"), |_| ran = true)
+        .unwrap_err();
+    assert_eq!((err.kind(), err.message()), ("KeyError", "nope"));
+    assert!(!ran, "the closure ran although the call failed");
+}
+
+#[test]
+fn calls_inside_a_lending_closure_are_refused() {
+    let echo = common::global("testing.echo");
+    let add3 = common::global("testing.add3");
+    // A second call would replace the lent characters: it is refused, and the string the
+    // closure holds is still the first result.
+    let (inner, seen) = echo
+        .invoke_with_str(("first",), |s| {
+            let inner = echo.invoke::<String>(("second",));
+            (inner, s.to_owned())
+        })
+        .unwrap();
+    let err = inner.unwrap_err();
+    assert_eq!(err.kind(), "RuntimeError");
+    assert!(err.message().contains("lent"), "{}", err.message());
+    assert_eq!(seen, "first");
+    // Every kind of call through the crate: typed, generic, nested lending, a global's call.
+    echo.invoke_with_bytes((b"x".as_slice(),), |_| {
+        assert_eq!(
+            add3.invoke::<i64>((1, 2, 3)).unwrap_err().kind(),
+            "RuntimeError"
+        );
+        assert_eq!(
+            add3.call(&[1.into(), 2.into(), 3.into()])
+                .unwrap_err()
+                .kind(),
+            "RuntimeError"
+        );
+        assert_eq!(
+            echo.invoke_with_str(("z",), |_| ()).unwrap_err().kind(),
+            "RuntimeError"
+        );
+    })
+    .unwrap();
+    // After the closure, and after a closure that panicked, calls go through again.
+    assert_eq!(add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        echo.invoke_with_str(("p",), |_| panic!("inside")).unwrap();
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(add3.invoke::<i64>((1, 2, 3)).unwrap(), 6);
+    // The guard is per thread: another thread calls freely while this one lends.
+    echo.invoke_with_str(("here",), |s| {
+        let other = std::thread::scope(|t| {
+            t.spawn(|| echo.invoke::<String>(("there",)).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!((s, other.as_str()), ("here", "there"));
+    })
+    .unwrap();
+}
+
 #[test]
 fn more_than_eight_arguments_use_the_heap_path() {
     let sum = common::global("testing.sum");
