@@ -162,13 +162,16 @@ class CallbackTest {
                   args -> {
                     borrowed[0] = (Handle) args[0];
                     kept[0] = ((Function) args[0]).retain();
-                    return null;
+                    // callLong caches the borrowed function's direct pair for the call's length
+                    return ((Function) args[0]).callLong(20, 1);
                   });
           Function add = Function.getGlobal("testing.add")) {
-        apply.call(keeper, add);
+        assertEquals(21L, apply.call(keeper, add));
       }
       assertTrue(borrowed[0].isClosed());
       assertThrows(IllegalStateException.class, () -> ((Function) borrowed[0]).call(1L, 2L));
+      // the cached pair went with the borrowed handle: no call through it after the callback
+      assertThrows(IllegalStateException.class, () -> ((Function) borrowed[0]).callLong(1, 2));
       assertEquals(5L, kept[0].call(2L, 3L));
       kept[0].close();
     }
