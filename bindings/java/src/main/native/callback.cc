@@ -2,7 +2,8 @@
 // reference to the Callback; the trampoline attaches native threads to the JVM, hands the
 // arguments to Callbacks.invoke4 / invokeN and sets the return from the thread's Frame; the
 // finalizer calls Callback.release() and deletes the global reference, exactly once. A
-// LongCallback is a direct function (c_direct_api.h) that writes its long into the caller's slot.
+// LongCallback is a direct function (c_direct_api.h) whose resource is the callback's slot number
+// in Callbacks (not a reference), and which writes its long into the caller's slot.
 #include <polyffi/c_direct_api.h>
 #include <polyffi/type_code_name.h>
 
@@ -216,6 +217,11 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
   return -1;
 }
 
+// A LongCallback function's resource: the callback's slot in Callbacks' table (a jint).
+inline jint SlotOf(void* resource) {
+  return static_cast<jint>(reinterpret_cast<intptr_t>(resource));
+}
+
 // The upcall of a LongCallback and its exception check. The slot's code is written before the
 // upcall and its value right after it, before the check: on failure the caller ignores the slot
 // (c_direct_api.h), and an int owns nothing. Only env and ret_val stay alive across the upcall.
@@ -223,7 +229,7 @@ inline int LongUpcall(JNIEnv* env, void* resource, jlong x, TVMValue* ret_val, i
   *ret_type_code = kTVMArgInt;
   // The array form: no va_list to build (the varargs wrapper spills every argument register).
   jvalue jargs[2];
-  jargs[0].l = static_cast<jobject>(resource);
+  jargs[0].i = SlotOf(resource);
   jargs[1].j = x;
   ret_val->v_int64 =
       env->functions->CallStaticLongMethodA(env, g.callbacks_class, g.callbacks_invoke_long, jargs);
@@ -285,15 +291,29 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createCallback(JNIEnv
   return reinterpret_cast<jlong>(out);
 }
 
+// A LongCallback's finalizer: Callbacks.releaseLong frees its slot and calls release().
+void LongFinalizer(void* resource) {
+  JNIEnv* env = AttachedEnv();
+  if (env == nullptr) return;  // no JVM to hand it to: leaking one slot beats a crash
+  jthrowable pending = env->ExceptionOccurred();
+  if (pending != nullptr) env->ExceptionClear();
+  env->CallStaticVoidMethod(g.callbacks_class, g.callbacks_release_long, SlotOf(resource));
+  if (env->ExceptionCheck()) env->ExceptionClear();
+  if (pending != nullptr) {
+    env->Throw(pending);
+    env->DeleteLocalRef(pending);
+  }
+}
+
+// A LongCallback's function: its resource is the callback's slot in Callbacks (no reference).
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createLongCallback(JNIEnv* env, jclass,
-                                                                              jobject cb) {
-  jobject ref = env->NewGlobalRef(cb);
-  if (ref == nullptr) return 0;
+                                                                              jint slot) {
+  void* ref = reinterpret_cast<void*>(static_cast<intptr_t>(slot));
   TVMFunctionHandle out = nullptr;
   // Classic results (0 or -1, an int code): TVMFuncCall hands them on without a check of its own.
-  if (TVMFuncCreateDirectEx(LongTrampoline, ref, Finalizer, TVM_DIRECT_CLASSIC_RESULTS, &out) !=
+  if (TVMFuncCreateDirectEx(LongTrampoline, ref, LongFinalizer, TVM_DIRECT_CLASSIC_RESULTS, &out) !=
       0) {
-    ThrowLastError(env);  // the runtime already ran the finalizer
+    ThrowLastError(env);  // the runtime already ran the finalizer: the slot is free again
     return 0;
   }
   return reinterpret_cast<jlong>(out);

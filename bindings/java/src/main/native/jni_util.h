@@ -50,10 +50,11 @@ struct Globals {
   jmethodID callbacks_last_frame = nullptr;  // static Frame lastFrame()
   jmethodID callbacks_invoke_n =
       nullptr;  // static Frame invokeN(Callback, long[], int[], Object[])
-  jmethodID callbacks_released = nullptr;     // static void released(Object)
-  jmethodID callbacks_invoke_long = nullptr;  // static long invokeLong(LongCallback, long)
-  jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)
-  jmethodID ffi_exception_init = nullptr;     // FFIException(String kind, String message)
+  jmethodID callbacks_released = nullptr;      // static void released(Object)
+  jmethodID callbacks_invoke_long = nullptr;   // static long invokeLong(int slot, long)
+  jmethodID callbacks_release_long = nullptr;  // static void releaseLong(int slot)
+  jmethodID callbacks_stash = nullptr;         // static String stash(Throwable)
+  jmethodID ffi_exception_init = nullptr;      // FFIException(String kind, String message)
   jclass async_call_class = nullptr;
   jmethodID async_on_done = nullptr;                  // void onDone(int, long, int, Object, String)
   jmethodID future_complete_exceptionally = nullptr;  // boolean completeExceptionally(Throwable)

@@ -55,7 +55,7 @@ public final class Function extends Handle {
    */
   public static Function convertLong(LongCallback cb) {
     Objects.requireNonNull(cb, "cb");
-    return new Function(Native.createLongCallback(cb), true);
+    return new Function(Callbacks.createLong(cb), true);
   }
 
   /** Registers cb as a global function; returns the function (the caller closes it). */
