@@ -2,7 +2,8 @@
 // reference to the Callback; the trampoline attaches native threads to the JVM, hands the
 // arguments to Callbacks.invoke4 / invokeN and sets the return from the thread's Frame; the
 // finalizer calls Callback.release() and deletes the global reference, exactly once. A
-// LongCallback is a direct function (c_direct_api.h) that writes its long into the caller's slot.
+// LongCallback is a direct function (c_direct_api.h) whose resource is the callback's slot number
+// in Callbacks (not a reference), and which writes its long into the caller's slot.
 #include <polyffi/c_direct_api.h>
 #include <polyffi/type_code_name.h>
 
@@ -205,13 +206,44 @@ int Trampoline(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle 
 }
 
 // LongTrampoline's TypeError, out of line so the hot path builds no string.
-[[gnu::cold, gnu::noinline]] int LongArgError(const int* type_codes, int num_args) {
+// It takes the trampoline's own leading parameters, so the jump to it moves no registers.
+[[gnu::cold, gnu::noipa]] int LongArgError(void*, const TVMValue*, const int* type_codes,
+                                           int num_args) {
   std::string text = "TypeError: polyffi LongCallback expected 1 int argument but got " +
                      std::to_string(num_args) + " argument(s)";
   if (num_args >= 1)
     text += std::string(" (argument 0 is ") + PolyffiTypeCodeName(type_codes[0]) + ")";
   TVMAPISetLastError(text.c_str());
   return -1;
+}
+
+// A LongCallback function's resource: the callback's slot in Callbacks' table (a jint).
+inline jint SlotOf(void* resource) {
+  return static_cast<jint>(reinterpret_cast<intptr_t>(resource));
+}
+
+// The upcall of a LongCallback and its exception check. The slot's code is written before the
+// upcall and its value right after it, before the check: on failure the caller ignores the slot
+// (c_direct_api.h), and an int owns nothing. Only env and ret_val stay alive across the upcall.
+inline int LongUpcall(JNIEnv* env, void* resource, jlong x, TVMValue* ret_val, int* ret_type_code) {
+  *ret_type_code = kTVMArgInt;
+  // The array form: no va_list to build (the varargs wrapper spills every argument register).
+  jvalue jargs[2];
+  jargs[0].i = SlotOf(resource);
+  jargs[1].j = x;
+  ret_val->v_int64 =
+      env->functions->CallStaticLongMethodA(env, g.callbacks_class, g.callbacks_invoke_long, jargs);
+  if (__builtin_expect(env->functions->ExceptionCheck(env), 0)) return FailPending(env);
+  return 0;
+}
+
+// A LongCallback reached on a thread that is not inside one of our native methods (a native
+// thread, an async worker): attach it, out of line so the hot path saves no registers for it.
+[[gnu::noinline]] int LongTrampolineAttach(void* resource, jlong x, TVMValue* ret_val,
+                                           int* ret_type_code) {
+  JNIEnv* env = AttachedEnv();
+  if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
+  return LongUpcall(env, resource, x, ret_val, ret_type_code);
 }
 
 // The LongCallback fast path, a direct function (c_direct_api.h): one int in, one int written
@@ -221,20 +253,13 @@ int LongTrampoline(void* resource, const TVMValue* args, const int* type_codes, 
                    TVMValue* ret_val, int* ret_type_code) {
   if (num_args != 1 ||
       (type_codes[0] != kTVMArgInt && type_codes[0] != kDLUInt && type_codes[0] != kTVMArgBool)) {
-    return LongArgError(type_codes, num_args);
+    return LongArgError(resource, args, type_codes, num_args);
   }
-  JNIEnv* env = CallbackEnv();
-  if (env == nullptr) return Fail("RuntimeError: polyffi: cannot attach this thread to the JVM");
-  // The array form: no va_list to build (the varargs wrapper spills every argument register).
-  jvalue jargs[2];
-  jargs[0].l = static_cast<jobject>(resource);
-  jargs[1].j = args[0].v_int64;
-  jlong r =
-      env->functions->CallStaticLongMethodA(env, g.callbacks_class, g.callbacks_invoke_long, jargs);
-  if (env->ExceptionCheck()) return FailPending(env);
-  ret_val->v_int64 = r;
-  *ret_type_code = kTVMArgInt;
-  return 0;
+  JNIEnv* env = tl_env;  // set by the Java call this callback runs inside (EnvScope)
+  if (__builtin_expect(env == nullptr, 0)) {
+    return LongTrampolineAttach(resource, args[0].v_int64, ret_val, ret_type_code);
+  }
+  return LongUpcall(env, resource, args[0].v_int64, ret_val, ret_type_code);
 }
 
 void Finalizer(void* resource) {
@@ -266,13 +291,29 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createCallback(JNIEnv
   return reinterpret_cast<jlong>(out);
 }
 
+// A LongCallback's finalizer: Callbacks.releaseLong frees its slot and calls release().
+void LongFinalizer(void* resource) {
+  JNIEnv* env = AttachedEnv();
+  if (env == nullptr) return;  // no JVM to hand it to: leaking one slot beats a crash
+  jthrowable pending = env->ExceptionOccurred();
+  if (pending != nullptr) env->ExceptionClear();
+  env->CallStaticVoidMethod(g.callbacks_class, g.callbacks_release_long, SlotOf(resource));
+  if (env->ExceptionCheck()) env->ExceptionClear();
+  if (pending != nullptr) {
+    env->Throw(pending);
+    env->DeleteLocalRef(pending);
+  }
+}
+
+// A LongCallback's function: its resource is the callback's slot in Callbacks (no reference).
 extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_createLongCallback(JNIEnv* env, jclass,
-                                                                              jobject cb) {
-  jobject ref = env->NewGlobalRef(cb);
-  if (ref == nullptr) return 0;
+                                                                              jint slot) {
+  void* ref = reinterpret_cast<void*>(static_cast<intptr_t>(slot));
   TVMFunctionHandle out = nullptr;
-  if (TVMFuncCreateDirect(LongTrampoline, ref, Finalizer, &out) != 0) {
-    ThrowLastError(env);  // the runtime already ran the finalizer
+  // Classic results (0 or -1, an int code): TVMFuncCall hands them on without a check of its own.
+  if (TVMFuncCreateDirectEx(LongTrampoline, ref, LongFinalizer, TVM_DIRECT_CLASSIC_RESULTS, &out) !=
+      0) {
+    ThrowLastError(env);  // the runtime already ran the finalizer: the slot is free again
     return 0;
   }
   return reinterpret_cast<jlong>(out);

@@ -66,9 +66,20 @@ jdouble DoubleResult(JNIEnv* env, int rc, TVMValue ret, int code) {
   return 0;
 }
 
+// A direct int call's outcome other than "returned 0 with an int": a uint or bool result (taken
+// as is), an error or a result of another type (thrown). Out of line and without the caller's
+// JNIEnv, which it asks the JVM for (the thread is inside a native method, so this is GetEnv):
+// the hot path then keeps nothing alive across the call and tests one word.
+[[gnu::noinline]] jlong DirectLongRest(int rc, TVMValue ret, int code) {
+  if (rc == 0 && (code == kDLUInt || code == kTVMArgBool)) return ret.v_int64;
+  return LongResult(AttachedEnv(), rc, ret, code);
+}
+
 // n ints through a TVMFuncGetDirect pair: the slot is pre-set to None as the protocol asks.
+// Success with an int result is rc == 0 and code == kTVMArgInt (0): one OR and one test.
+static_assert(kTVMArgInt == 0, "the fast test below relies on kTVMArgInt being 0");
 template <int N>
-jlong DirectLongs(JNIEnv* env, jlong fn, jlong res, const jlong (&a)[N]) {
+jlong DirectLongs(jlong fn, jlong res, const jlong (&a)[N]) {
   TVMValue vals[N > 0 ? N : 1];
   int codes[N > 0 ? N : 1];
   for (int i = 0; i < N; ++i) {
@@ -80,7 +91,8 @@ jlong DirectLongs(JNIEnv* env, jlong fn, jlong res, const jlong (&a)[N]) {
   int code = kTVMNullptr;
   int rc = reinterpret_cast<TVMDirectCFunc>(fn)(reinterpret_cast<void*>(res), vals, codes, N, &ret,
                                                 &code);
-  return LongResult(env, rc, ret, code);
+  if (__builtin_expect((rc | code) == 0, 1)) return ret.v_int64;
+  return DirectLongRest(rc, ret, code);
 }
 
 template <int N>
@@ -194,36 +206,37 @@ extern "C" JNIEXPORT jlongArray JNICALL Java_org_polyffi_Native_getDirect(JNIEnv
   return out;
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL0(JNIEnv* env, jclass, jlong fn,
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL0(JNIEnv*, jclass, jlong fn,
                                                                     jlong res) {
   TVMValue ret;
   ret.v_handle = nullptr;
   int code = kTVMNullptr;
   int rc = reinterpret_cast<TVMDirectCFunc>(fn)(reinterpret_cast<void*>(res), nullptr, nullptr, 0,
                                                 &ret, &code);
-  return LongResult(env, rc, ret, code);
+  if (__builtin_expect((rc | code) == 0, 1)) return ret.v_int64;
+  return DirectLongRest(rc, ret, code);
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL1(JNIEnv* env, jclass, jlong fn,
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL1(JNIEnv*, jclass, jlong fn,
                                                                     jlong res, jlong a) {
-  return DirectLongs<1>(env, fn, res, {a});
+  return DirectLongs<1>(fn, res, {a});
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL2(JNIEnv* env, jclass, jlong fn,
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL2(JNIEnv*, jclass, jlong fn,
                                                                     jlong res, jlong a, jlong b) {
-  return DirectLongs<2>(env, fn, res, {a, b});
+  return DirectLongs<2>(fn, res, {a, b});
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL3(JNIEnv* env, jclass, jlong fn,
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL3(JNIEnv*, jclass, jlong fn,
                                                                     jlong res, jlong a, jlong b,
                                                                     jlong c) {
-  return DirectLongs<3>(env, fn, res, {a, b, c});
+  return DirectLongs<3>(fn, res, {a, b, c});
 }
 
-extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL4(JNIEnv* env, jclass, jlong fn,
+extern "C" JNIEXPORT jlong JNICALL Java_org_polyffi_Native_directL4(JNIEnv*, jclass, jlong fn,
                                                                     jlong res, jlong a, jlong b,
                                                                     jlong c, jlong d) {
-  return DirectLongs<4>(env, fn, res, {a, b, c, d});
+  return DirectLongs<4>(fn, res, {a, b, c, d});
 }
 
 extern "C" JNIEXPORT jdouble JNICALL Java_org_polyffi_Native_callD1(JNIEnv* env, jclass, jlong fn,

@@ -50,10 +50,11 @@ struct Globals {
   jmethodID callbacks_last_frame = nullptr;  // static Frame lastFrame()
   jmethodID callbacks_invoke_n =
       nullptr;  // static Frame invokeN(Callback, long[], int[], Object[])
-  jmethodID callbacks_released = nullptr;     // static void released(Object)
-  jmethodID callbacks_invoke_long = nullptr;  // static long invokeLong(LongCallback, long)
-  jmethodID callbacks_stash = nullptr;        // static String stash(Throwable)
-  jmethodID ffi_exception_init = nullptr;     // FFIException(String kind, String message)
+  jmethodID callbacks_released = nullptr;      // static void released(Object)
+  jmethodID callbacks_invoke_long = nullptr;   // static long invokeLong(int slot, long)
+  jmethodID callbacks_release_long = nullptr;  // static void releaseLong(int slot)
+  jmethodID callbacks_stash = nullptr;         // static String stash(Throwable)
+  jmethodID ffi_exception_init = nullptr;      // FFIException(String kind, String message)
   jclass async_call_class = nullptr;
   jmethodID async_on_done = nullptr;                  // void onDone(int, long, int, Object, String)
   jmethodID future_complete_exceptionally = nullptr;  // boolean completeExceptionally(Throwable)
@@ -76,7 +77,15 @@ JNIEnv* AttachedEnv();
 // native method runs, which the scope guarantees, so a thread that is detached and attached
 // again between calls can never see a stale one. __thread rather than thread_local: a plain
 // pointer needs no per-access initialisation check (thread_local across translation units does).
-extern __thread JNIEnv* tl_env;
+#if defined(__GLIBC__)
+// glibc keeps static TLS room for libraries loaded with dlopen (the rtld.optional_static_tls
+// tunable, 512 bytes by default), so this one pointer can use the initial-exec model: a read is
+// two instructions with no call.
+#define POLYFFI_JNI_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define POLYFFI_JNI_TLS_MODEL
+#endif
+extern __thread JNIEnv* tl_env POLYFFI_JNI_TLS_MODEL;
 
 // Sets tl_env for the duration of one native method (nested calls restore the outer value).
 class EnvScope {

@@ -52,8 +52,8 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
       "(Lorg/polyffi/Callback;[J[I[Ljava/lang/Object;)Lorg/polyffi/Callbacks$Frame;");
   g.callbacks_released =
       env->GetStaticMethodID(g.callbacks_class, "released", "(Ljava/lang/Object;)V");
-  g.callbacks_invoke_long =
-      env->GetStaticMethodID(g.callbacks_class, "invokeLong", "(Lorg/polyffi/LongCallback;J)J");
+  g.callbacks_invoke_long = env->GetStaticMethodID(g.callbacks_class, "invokeLong", "(IJ)J");
+  g.callbacks_release_long = env->GetStaticMethodID(g.callbacks_class, "releaseLong", "(I)V");
   g.callbacks_stash = env->GetStaticMethodID(g.callbacks_class, "stash",
                                              "(Ljava/lang/Throwable;)Ljava/lang/String;");
   g.ffi_exception_init =
@@ -64,9 +64,9 @@ extern "C" JNIEXPORT jint JNI_OnLoad(JavaVM* vm, void*) {
   g.frame_ret_owned = env->GetFieldID(g.frame_class, "retOwned", "Z");
   if (!g.errors_from_native || !g.callbacks_invoke4 || !g.callbacks_last_frame ||
       !g.callbacks_invoke1 || !g.callbacks_invoke_n || !g.callbacks_released ||
-      !g.callbacks_invoke_long || !g.callbacks_stash || !g.ffi_exception_init ||
-      !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref || !g.frame_ret_owned ||
-      !g.async_on_done || !g.future_complete_exceptionally) {
+      !g.callbacks_invoke_long || !g.callbacks_release_long || !g.callbacks_stash ||
+      !g.ffi_exception_init || !g.frame_ret_code || !g.frame_ret_value || !g.frame_ret_ref ||
+      !g.frame_ret_owned || !g.async_on_done || !g.future_complete_exceptionally) {
     return JNI_ERR;
   }
   return JNI_VERSION_1_8;

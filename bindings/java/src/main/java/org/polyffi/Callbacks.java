@@ -122,9 +122,66 @@ final class Callbacks {
     }
   }
 
+  // ---- LongCallback: a slot number instead of a reference -----------------------------------
+  //
+  // The glue's function for a LongCallback holds the callback's slot in LONG_SLOTS, not a JNI
+  // reference: the upcall invokeLong(slot, x) then has two primitive arguments, which the JVM
+  // passes for less than a reference it must resolve (callgrind: 16 instructions per callback
+  // less, the array read included). A slot is taken by createLong and given back, with
+  // LongCallback.release(), when the runtime drops the function (releaseLong, its finalizer),
+  // so no call can be in flight on a slot that is freed or reused. The array only grows; a
+  // write to it is published by writing the volatile field again.
+
+  private static volatile LongCallback[] longSlots = new LongCallback[16];
+  private static int[] freeLongSlots = new int[16]; // guarded by SLOT_LOCK
+  private static int freeLongCount; // guarded by SLOT_LOCK
+  private static int usedLongSlots; // slots ever handed out; guarded by SLOT_LOCK
+  private static final Object SLOT_LOCK = new Object();
+
+  /** A new function calling cb through the LongCallback fast path (Native.createLongCallback). */
+  static long createLong(LongCallback cb) {
+    int slot;
+    synchronized (SLOT_LOCK) {
+      LongCallback[] t = longSlots;
+      if (freeLongCount > 0) {
+        slot = freeLongSlots[--freeLongCount];
+      } else {
+        slot = usedLongSlots++;
+        if (slot == t.length) t = java.util.Arrays.copyOf(t, 2 * t.length);
+      }
+      t[slot] = cb;
+      longSlots = t;
+    }
+    // On failure the glue has already run the finalizer, which gave the slot back.
+    return Native.createLongCallback(slot);
+  }
+
+  /** The runtime dropped the function of this slot: free it, then cb.release(). */
+  static void releaseLong(int slot) {
+    LongCallback cb;
+    synchronized (SLOT_LOCK) {
+      LongCallback[] t = longSlots;
+      cb = t[slot];
+      t[slot] = null;
+      longSlots = t;
+      if (freeLongCount == freeLongSlots.length) {
+        freeLongSlots = java.util.Arrays.copyOf(freeLongSlots, 2 * freeLongCount);
+      }
+      freeLongSlots[freeLongCount++] = slot;
+    }
+    released(cb);
+  }
+
   /** The LongCallback fast path: exceptions propagate to the glue, which calls stash(). */
-  static long invokeLong(LongCallback cb, long x) throws Exception {
-    return cb.invoke(x);
+  static long invokeLong(int slot, long x) throws Exception {
+    return longSlots[slot].invoke(x);
+  }
+
+  /** Slots ever handed out (for tests: a freed slot is reused before a new one is taken). */
+  static int longSlotsHandedOut() {
+    synchronized (SLOT_LOCK) {
+      return usedLongSlots;
+    }
   }
 
   /** Keeps t for this thread (Errors) and returns its "Kind: message" text for C. */

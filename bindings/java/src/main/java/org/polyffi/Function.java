@@ -55,7 +55,7 @@ public final class Function extends Handle {
    */
   public static Function convertLong(LongCallback cb) {
     Objects.requireNonNull(cb, "cb");
-    return new Function(Native.createLongCallback(cb), true);
+    return new Function(Callbacks.createLong(cb), true);
   }
 
   /** Registers cb as a global function; returns the function (the caller closes it). */
@@ -167,59 +167,67 @@ public final class Function extends Handle {
   // ---- primitive fast paths: ints in, int out (bool results are 0/1) -------------------------
 
   // TVMFuncGetDirect's (function, resource) pair for this handle, fetched by the first callLong:
-  // callLong calls the pair itself, without TVMFuncCall's checks of the handle and the arrays
-  // (handle() has checked that the function is open). directRes is written before the volatile
-  // directFn, so a thread that sees directFn also sees directRes.
+  // callLong calls the pair itself, without TVMFuncCall's checks of the handle and the arrays.
+  // directFn is also callLong's open check: 0 until the first call and again once the handle is
+  // released (close, detach: released() below), so a call on a closed Function goes to
+  // fetchDirect, whose handle() throws IllegalStateException. Both writes happen under the
+  // state's lock, which the release of the handle takes too, so a fetch racing a close cannot
+  // leave a pair behind. directRes is written before the volatile directFn, so a thread that
+  // sees directFn also sees directRes.
   private long directRes;
   private volatile long directFn;
 
-  private long fetchDirect(long h) {
-    long[] pair = Native.getDirect(h);
-    directRes = pair[1];
-    directFn = pair[0];
-    return pair[0];
+  private long fetchDirect() {
+    synchronized (state) {
+      long[] pair = Native.getDirect(handle());
+      directRes = pair[1];
+      directFn = pair[0];
+      return pair[0];
+    }
+  }
+
+  @Override
+  void released() {
+    synchronized (state) {
+      directFn = 0;
+    }
   }
 
   public long callLong() {
-    long h = handle();
     long f = directFn;
-    if (f == 0) f = fetchDirect(h);
+    if (f == 0) f = fetchDirect();
     long r = Native.directL0(f, directRes);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a) {
-    long h = handle();
     long f = directFn;
-    if (f == 0) f = fetchDirect(h);
+    if (f == 0) f = fetchDirect();
     long r = Native.directL1(f, directRes, a);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b) {
-    long h = handle();
     long f = directFn;
-    if (f == 0) f = fetchDirect(h);
+    if (f == 0) f = fetchDirect();
     long r = Native.directL2(f, directRes, a, b);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b, long c) {
-    long h = handle();
     long f = directFn;
-    if (f == 0) f = fetchDirect(h);
+    if (f == 0) f = fetchDirect();
     long r = Native.directL3(f, directRes, a, b, c);
     Reference.reachabilityFence(this);
     return r;
   }
 
   public long callLong(long a, long b, long c, long d) {
-    long h = handle();
     long f = directFn;
-    if (f == 0) f = fetchDirect(h);
+    if (f == 0) f = fetchDirect();
     long r = Native.directL4(f, directRes, a, b, c, d);
     Reference.reachabilityFence(this);
     return r;

@@ -84,7 +84,15 @@ public abstract class Handle implements AutoCloseable {
     } else {
       state.handle = 0; // a borrowed view: nothing to free
     }
+    released();
   }
+
+  /**
+   * Called after close() or detach() has set the handle to 0: a subclass drops what it cached from
+   * the handle (Function: its direct pair). Not called by the Cleaner (nobody can call an
+   * unreachable wrapper).
+   */
+  void released() {}
 
   /** Hands the reference over to C (no free here any more); returns it. */
   final long detach() {
@@ -94,6 +102,7 @@ public abstract class Handle implements AutoCloseable {
       state.handle = 0;
     }
     if (cleanable != null) cleanable.clean(); // handle is 0: only unregisters
+    released();
     return h;
   }
 

@@ -88,7 +88,7 @@ final class Native {
   // callback
   static native long createCallback(Callback cb);
 
-  static native long createLongCallback(LongCallback cb);
+  static native long createLongCallback(int slot);
 
   // registry
   static native long getGlobal(String name);

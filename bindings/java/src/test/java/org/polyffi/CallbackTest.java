@@ -2,6 +2,8 @@ package org.polyffi;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -162,13 +164,16 @@ class CallbackTest {
                   args -> {
                     borrowed[0] = (Handle) args[0];
                     kept[0] = ((Function) args[0]).retain();
-                    return null;
+                    // callLong caches the borrowed function's direct pair for the call's length
+                    return ((Function) args[0]).callLong(20, 1);
                   });
           Function add = Function.getGlobal("testing.add")) {
-        apply.call(keeper, add);
+        assertEquals(21L, apply.call(keeper, add));
       }
       assertTrue(borrowed[0].isClosed());
       assertThrows(IllegalStateException.class, () -> ((Function) borrowed[0]).call(1L, 2L));
+      // the cached pair went with the borrowed handle: no call through it after the callback
+      assertThrows(IllegalStateException.class, () -> ((Function) borrowed[0]).callLong(1, 2));
       assertEquals(5L, kept[0].call(2L, 3L));
       kept[0].close();
     }
@@ -235,6 +240,49 @@ class CallbackTest {
       // a plain lambda passed as an argument becomes a function for the call
       assertEquals(45L, callN.call((LongCallback) x -> x, 10L));
     }
+  }
+
+  @Test
+  void longCallbackSlotsAreReusedAndReleasedExactlyOnce() {
+    // A LongCallback's function holds a slot number in Callbacks' table: slots must go back when
+    // the runtime drops the function, be reused by later callbacks (which then call their own
+    // code, not the old one's), and the table must grow past its first size.
+    AtomicInteger released = new AtomicInteger();
+    List<Function> fs = new ArrayList<>();
+    try (Function apply = Function.getGlobal("testing.apply")) {
+      for (int k = 0; k < 40; k++) {
+        final long add = k;
+        fs.add(
+            Function.convertLong(
+                new LongCallback() {
+                  @Override
+                  public long invoke(long x) {
+                    return x + add;
+                  }
+
+                  @Override
+                  public void release() {
+                    released.incrementAndGet();
+                  }
+                }));
+      }
+      for (int k = 0; k < 40; k++) assertEquals(100L + k, apply.call(fs.get(k), 100L));
+      for (int k = 0; k < 40; k += 2) fs.get(k).close(); // free every other slot
+      assertEquals(20, released.get());
+      int handedOut = Callbacks.longSlotsHandedOut();
+      List<Function> again = new ArrayList<>();
+      for (int k = 0; k < 20; k++) {
+        final long mul = k + 2;
+        again.add(Function.convertLong(x -> x * mul));
+      }
+      assertEquals(handedOut, Callbacks.longSlotsHandedOut()); // they took the freed slots
+      for (int k = 0; k < 20; k++) assertEquals(10L * (k + 2), apply.call(again.get(k), 10L));
+      for (int k = 1; k < 40; k += 2) assertEquals(100L + k, apply.call(fs.get(k), 100L));
+      for (Function f : again) f.close();
+    } finally {
+      for (Function f : fs) f.close();
+    }
+    assertEquals(40, released.get());
   }
 
   @Test
