@@ -6,7 +6,7 @@
 namespace polyffi_jni {
 
 Globals g;
-__thread JNIEnv* tl_env POLYFFI_JNI_TLS_MODEL = nullptr;
+__thread JNIEnv* tl_env = nullptr;
 
 namespace {
 

@@ -77,15 +77,10 @@ JNIEnv* AttachedEnv();
 // native method runs, which the scope guarantees, so a thread that is detached and attached
 // again between calls can never see a stale one. __thread rather than thread_local: a plain
 // pointer needs no per-access initialisation check (thread_local across translation units does).
-#if defined(__GLIBC__)
-// glibc keeps static TLS room for libraries loaded with dlopen (the rtld.optional_static_tls
-// tunable, 512 bytes by default), so this one pointer can use the initial-exec model: a read is
-// two instructions with no call.
-#define POLYFFI_JNI_TLS_MODEL __attribute__((tls_model("initial-exec")))
-#else
-#define POLYFFI_JNI_TLS_MODEL
-#endif
-extern __thread JNIEnv* tl_env POLYFFI_JNI_TLS_MODEL;
+// The default (dynamic) TLS model: the glue is dlopen'ed by the JVM, and static TLS room for
+// late-loaded libraries is not something every host process leaves free. With TLS descriptors
+// (CMakeLists.txt) a read is a few instructions and no call.
+extern __thread JNIEnv* tl_env;
 
 // Sets tl_env for the duration of one native method (nested calls restore the outer value).
 class EnvScope {
