@@ -247,6 +247,26 @@ static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info i
   return Invoke(env, ref, argc - 1, argv.data() + 1);
 }
 
+// The common call: N arguments, all numbers (N <= 4, one copy per count so that the conversions
+// are unrolled). They are converted in place, with no ArgPack (a number borrows nothing and runs
+// no JS, so the handle the caller checked stays live); the first other value sends the call to
+// the general path, which goes on from there.
+template <size_t N>
+static POLYFFI_INLINE napi_value CallNumbers(napi_env env, Instance* inst, Ref* ref,
+                                             const napi_value* args) {
+  TVMValue values[N > 0 ? N : 1];
+  int codes[N > 0 ? N : 1];
+#pragma GCC unroll 4
+  for (size_t i = 0; i < N; ++i) {
+    double d;
+    if (POLYFFI_UNLIKELY(napi_get_value_double(env, args[i], &d) != napi_ok)) {
+      return Invoke(env, ref, N, args, i, values, codes);
+    }
+    NumberToTVM(d, &values[i], &codes[i]);
+  }
+  return CallAndConvert(env, inst, ref, values, codes, static_cast<int>(N));
+}
+
 // Every PackedFunc's body: argv[0] is the bound token, the caller's arguments follow.
 static napi_value CallPacked(napi_env env, napi_callback_info info) {
   constexpr size_t kInline = 5;
@@ -273,20 +293,18 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
     return UseAfterDispose(env, inst);
   }
   if (POLYFFI_UNLIKELY(argc > kInline)) return InvokeMany(env, info, ref, argc);
-  // The common call: only numbers. They are converted in place, with no ArgPack (a number
-  // borrows nothing and runs no JS, so the handle checked above stays live); the first other
-  // value sends the call to the general path, which goes on from there.
-  const size_t n = argc - 1;
-  TVMValue values[kInline - 1];
-  int codes[kInline - 1];
-  for (size_t i = 0; i < n; ++i) {
-    double d;
-    if (POLYFFI_UNLIKELY(napi_get_value_double(env, argv[i + 1], &d) != napi_ok)) {
-      return Invoke(env, ref, n, argv + 1, i, values, codes);
-    }
-    NumberToTVM(d, &values[i], &codes[i]);
+  switch (argc - 1) {
+    case 0:
+      return CallNumbers<0>(env, inst, ref, argv + 1);
+    case 1:
+      return CallNumbers<1>(env, inst, ref, argv + 1);
+    case 2:
+      return CallNumbers<2>(env, inst, ref, argv + 1);
+    case 3:
+      return CallNumbers<3>(env, inst, ref, argv + 1);
+    default:
+      return CallNumbers<4>(env, inst, ref, argv + 1);
   }
-  return CallAndConvert(env, inst, ref, values, codes, static_cast<int>(n));
 }
 
 napi_value MakePackedFunc(Instance* inst, void* handle) {
