@@ -152,6 +152,10 @@ class ArgPack {
 
   // Converts argv into the pack; false with a JS exception pending.
   POLYFFI_INLINE bool SetAll(napi_env env, size_t argc, const napi_value* argv);
+  // SetAll for a call whose first `done` arguments are numbers already converted (into values
+  // and codes) and whose argument `done` was found not to be a number (argc <= kInline).
+  POLYFFI_INLINE bool SetRest(napi_env env, size_t argc, const napi_value* argv, size_t done,
+                              const TVMValue* values, const int* codes);
   // One value; `for_return` forbids borrowed views (a callback's result outlives its frame).
   POLYFFI_INLINE bool Set(napi_env env, napi_value v, TVMValue* out, int* code,
                           bool for_return = false);
@@ -257,6 +261,21 @@ POLYFFI_INLINE bool ArgPack::SetAll(napi_env env, size_t argc, const napi_value*
   int* codes = codes_;
   for (size_t i = 0; i < argc; ++i) {
     if (POLYFFI_UNLIKELY(!Set(env, argv[i], &values[i], &codes[i]))) return false;
+  }
+  return true;
+}
+
+POLYFFI_INLINE bool ArgPack::SetRest(napi_env env, size_t argc, const napi_value* argv, size_t done,
+                                     const TVMValue* values, const int* codes) {
+  n_ = static_cast<int>(argc);
+  for (size_t i = 0; i < done; ++i) {
+    values_[i] = values[i];
+    codes_[i] = codes[i];
+  }
+  slow_ = true;
+  if (!SetSlow(env, argv[done], &values_[done], &codes_[done], false)) return false;
+  for (size_t i = done + 1; i < argc; ++i) {
+    if (!Set(env, argv[i], &values_[i], &codes_[i])) return false;
   }
   return true;
 }

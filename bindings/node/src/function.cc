@@ -183,38 +183,35 @@ static POLYFFI_NOINLINE napi_value UseAfterDispose(napi_env env, Instance* inst)
   return ThrowFFIError(env, inst, "ValueError", "polyffi: PackedFunc used after dispose()");
 }
 
-// The call itself, once the arguments are in hand (argv may be the inline array or a vector).
-static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
-                                        const napi_value* argv) {
-  Instance* inst = ref->inst;
-  if (POLYFFI_UNLIKELY(ref->handle == nullptr)) return UseAfterDispose(env, inst);
-  ArgPack pack(inst);
-  if (POLYFFI_UNLIKELY(!pack.SetAll(env, argc, argv))) return nullptr;
-  // A conversion may run JS (a Map, a getter) that disposed the function meanwhile.
-  if (POLYFFI_UNLIKELY(pack.used_slow_path() && ref->handle == nullptr)) {
-    return UseAfterDispose(env, inst);
-  }
+// The call through the function's entry and its result, once the arguments are in values/codes.
+// Called with a live handle; the caller's pack (if any) still holds what the arguments borrow.
+static POLYFFI_INLINE napi_value CallAndConvert(napi_env env, Instance* inst, Ref* ref,
+                                                TVMValue* values, int* codes, int n) {
   std::atomic<int>& depth = *inst->sync_depth;
   int d = depth.load(std::memory_order_relaxed);
   depth.store(d + 1, std::memory_order_relaxed);
   TVMValue ret;
   ret.v_handle = nullptr;
   int code = kTVMNullptr;
-  // The direct entry skips TVMFuncCall's checks: the handle is live (checked above) and the
-  // arrays are the pack's own.
+  // The direct entry skips TVMFuncCall's checks: the handle is live (checked by the caller) and
+  // the arrays are the caller's own.
   int rc = POLYFFI_LIKELY(ref->direct != nullptr)
-               ? ref->direct(ref->direct_res, pack.values(), pack.codes(), static_cast<int>(argc),
-                             &ret, &code)
-               : TVMFuncCall(ref->handle, pack.values(), pack.codes(), static_cast<int>(argc), &ret,
-                             &code);
+               ? ref->direct(ref->direct_res, values, codes, n, &ret, &code)
+               : TVMFuncCall(ref->handle, values, codes, n, &ret, &code);
   depth.store(d, std::memory_order_relaxed);
   if (POLYFFI_UNLIKELY(rc != 0)) return ThrowLastError(env, inst);
-  // Converted before the pack lets go of its temporaries: strings are thread-local.
+  // Converted before the caller lets go of its temporaries: strings are thread-local.
   napi_value out;
-  if (code == kTVMArgInt && !inst->exact_numbers && ret.v_int64 >= -9007199254740991LL &&
-      ret.v_int64 <= 9007199254740991LL) {
-    napi_create_double(env, static_cast<double>(ret.v_int64), &out);
-    return out;
+  if (code == kTVMArgInt && !inst->exact_numbers) {
+    // A Smi for what fits 32 bits (napi_create_int32 skips the double's own Smi test).
+    if (ret.v_int64 == static_cast<int32_t>(ret.v_int64)) {
+      napi_create_int32(env, static_cast<int32_t>(ret.v_int64), &out);
+      return out;
+    }
+    if (ret.v_int64 >= -9007199254740991LL && ret.v_int64 <= 9007199254740991LL) {
+      napi_create_double(env, static_cast<double>(ret.v_int64), &out);
+      return out;
+    }
   }
   if (code == kTVMNullptr) {
     napi_get_null(env, &out);
@@ -224,11 +221,50 @@ static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc,
   return FromDirectResult(env, inst, ret, code);
 }
 
+// The general call: any arguments, converted into an ArgPack (argv may be the inline array or a
+// vector). The first `done` arguments may be numbers CallPacked already converted (into values
+// and codes), argument `done` then being the first that is not a number.
+static POLYFFI_INLINE napi_value Invoke(napi_env env, Ref* ref, size_t argc, const napi_value* argv,
+                                        size_t done = 0, const TVMValue* values = nullptr,
+                                        const int* codes = nullptr) {
+  Instance* inst = ref->inst;
+  if (POLYFFI_UNLIKELY(ref->handle == nullptr)) return UseAfterDispose(env, inst);
+  ArgPack pack(inst);
+  bool set = values != nullptr ? pack.SetRest(env, argc, argv, done, values, codes)
+                               : pack.SetAll(env, argc, argv);
+  if (POLYFFI_UNLIKELY(!set)) return nullptr;
+  // A conversion may run JS (a Map, a getter) that disposed the function meanwhile.
+  if (POLYFFI_UNLIKELY(pack.used_slow_path() && ref->handle == nullptr)) {
+    return UseAfterDispose(env, inst);
+  }
+  return CallAndConvert(env, inst, ref, pack.values(), pack.codes(), static_cast<int>(argc));
+}
+
 static POLYFFI_NOINLINE napi_value InvokeMany(napi_env env, napi_callback_info info, Ref* ref,
                                               size_t argc) {
   std::vector<napi_value> argv(argc);
   napi_get_cb_info(env, info, &argc, argv.data(), nullptr, nullptr);
   return Invoke(env, ref, argc - 1, argv.data() + 1);
+}
+
+// The common call: N arguments, all numbers (N <= 4, one copy per count so that the conversions
+// are unrolled). They are converted in place, with no ArgPack (a number borrows nothing and runs
+// no JS, so the handle the caller checked stays live); the first other value sends the call to
+// the general path, which goes on from there.
+template <size_t N>
+static POLYFFI_INLINE napi_value CallNumbers(napi_env env, Instance* inst, Ref* ref,
+                                             const napi_value* args) {
+  TVMValue values[N > 0 ? N : 1];
+  int codes[N > 0 ? N : 1];
+#pragma GCC unroll 4
+  for (size_t i = 0; i < N; ++i) {
+    double d;
+    if (POLYFFI_UNLIKELY(napi_get_value_double(env, args[i], &d) != napi_ok)) {
+      return Invoke(env, ref, N, args, i, values, codes);
+    }
+    NumberToTVM(d, &values[i], &codes[i]);
+  }
+  return CallAndConvert(env, inst, ref, values, codes, static_cast<int>(N));
 }
 
 // Every PackedFunc's body: argv[0] is the bound token, the caller's arguments follow.
@@ -240,7 +276,9 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
   auto* inst = static_cast<Instance*>(data);
   // The token is read as a double (a number's own representation): half the cost of
-  // napi_get_value_int64 on a value above 2^31, and exact, as tokens stay below 2^52.
+  // napi_get_value_int64 on a value above 2^31, and exact, as tokens stay below 2^52. Only
+  // MakePackedFunc binds this function (JS cannot reach it unbound), so argv[0] is a token; the
+  // tests below keep a stray value from becoming an out-of-range conversion all the same.
   double token_d = -1;
   if (POLYFFI_UNLIKELY(argc == 0 || napi_get_value_double(env, argv[0], &token_d) != napi_ok ||
                        !(token_d >= 0 && token_d < 4503599627370496.0))) {
@@ -250,11 +288,23 @@ static napi_value CallPacked(napi_env env, napi_callback_info info) {
   const uint64_t token = static_cast<uint64_t>(static_cast<int64_t>(token_d));
   const uint64_t slot = token >> 32;
   Ref* ref = slot < inst->fn_slots.size() ? inst->fn_slots[slot] : nullptr;
-  if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token))) {
+  if (POLYFFI_UNLIKELY(ref == nullptr || ref->gen != static_cast<uint32_t>(token) ||
+                       ref->handle == nullptr)) {
     return UseAfterDispose(env, inst);
   }
   if (POLYFFI_UNLIKELY(argc > kInline)) return InvokeMany(env, info, ref, argc);
-  return Invoke(env, ref, argc - 1, argv + 1);
+  switch (argc - 1) {
+    case 0:
+      return CallNumbers<0>(env, inst, ref, argv + 1);
+    case 1:
+      return CallNumbers<1>(env, inst, ref, argv + 1);
+    case 2:
+      return CallNumbers<2>(env, inst, ref, argv + 1);
+    case 3:
+      return CallNumbers<3>(env, inst, ref, argv + 1);
+    default:
+      return CallNumbers<4>(env, inst, ref, argv + 1);
+  }
 }
 
 napi_value MakePackedFunc(Instance* inst, void* handle) {

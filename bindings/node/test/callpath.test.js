@@ -118,3 +118,41 @@ test('a direct callee\'s dtype and unsigned results come out as a classic call g
   assert.throws(() => uint('x'), (e) => e instanceof ffi.FFIError && e.kind === 'TypeError');
   for (const f of [dtype, uint, echo]) f.dispose();
 });
+
+test('numbers first, then other values: the call goes on where the number path stopped', () => {
+  const sum = ffi.getGlobalFunc('testing.sum');
+  const makeArray = ffi.getGlobalFunc('testing.make_array');
+  const typeOf = ffi.getGlobalFunc('testing.return_type');
+  assert.strictEqual(sum(), 0);
+  assert.strictEqual(sum(1, 2, 3, 4), 10);  // the most the number path takes
+  assert.strictEqual(sum(1, 2, 3, 4, 5), 15);  // more than the inline arguments
+  assert.strictEqual(sum(1, 2, true), 4);  // a bool after two numbers
+  assert.throws(() => sum(1, 2, 'x'), (e) => e instanceof ffi.FFIError && e.kind === 'TypeError' &&
+    /argument 2 expected int but got str/.test(e.message));
+  const arr = makeArray(1, 2.5, 'three', 4, -0);
+  assert.deepStrictEqual([0, 1, 2, 3].map((i) => arr.get(i)), [1, 2.5, 'three', 4]);
+  assert.ok(Object.is(arr.get(4), -0));  // converted after the string: still a float
+  arr.dispose();
+  for (const [v, want] of [[1, 'int'], [-0, 'float'], [1.5, 'float'], [NaN, 'float'],
+    [2 ** 53, 'float'], [-(2 ** 53) + 1, 'int'], ['s', 'str'], [null, 'None']]) {
+    assert.strictEqual(typeOf(v), want, `${String(v)}`);
+  }
+  const f = ffi.getGlobalFunc('testing.add3');
+  f.dispose();
+  assert.throws(() => f(1, 'x', 3), (e) => e instanceof ffi.FFIError && e.kind === 'ValueError');
+});
+
+test('int results on either side of 32 bits and of 2^53', () => {
+  const add3 = ffi.getGlobalFunc('testing.add3');
+  for (const [args, want] of [
+    [[2 ** 31 - 1, 0, 0], 2 ** 31 - 1], [[2 ** 31 - 1, 1, 0], 2 ** 31],
+    [[-(2 ** 31), 0, 0], -(2 ** 31)], [[-(2 ** 31), -1, 0], -(2 ** 31) - 1],
+    [[2 ** 53 - 1, 0, 0], 2 ** 53 - 1], [[-(2 ** 53) + 1, 0, 0], -(2 ** 53) + 1], [[0, 0, 0], 0],
+  ]) {
+    const got = add3(...args);
+    assert.ok(Object.is(got, want), `add3(${args}) = ${got}`);
+  }
+  assert.strictEqual(add3(2 ** 53 - 1, 1, 0), 2n ** 53n);  // past the safe range: a BigInt
+  assert.strictEqual(add3(-(2 ** 53) + 1, -1, 0), -(2n ** 53n));
+  add3.dispose();
+});
