@@ -213,6 +213,48 @@ void AddFloorCases() {
 
 // ---- polyffi through the C ABI ----------------------------------------------------------------
 
+// testing.call_n(cb, kCallN) through TVMFuncCall: the call_n rows' body and their check.
+inline void CallN(TVMFunctionHandle call_n, TVMFunctionHandle cb, TVMValue* rv, int* rc) {
+  TVMValue args[2];
+  int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
+  args[0].v_handle = cb;
+  args[1].v_int64 = kCallN;
+  Check(TVMFuncCall(call_n, args, codes, 2, rv, rc), "testing.call_n");
+}
+
+void CheckCallN(TVMFunctionHandle call_n, TVMFunctionHandle cb, const char* what) {
+  TVMValue rv;
+  int rc = -1;
+  CallN(call_n, cb, &rv, &rc);
+  if (rc != kTVMArgInt || rv.v_int64 != kCallN * (kCallN + 1) / 2) {
+    Fail(std::string("testing.call_n(") + what + ", N) != N(N+1)/2");
+  }
+}
+
+// The two callback rows of one callback: cb(1) through TVMFuncCall, and testing.call_n(cb, N)
+// per callback.
+void AddCallbackCases(const std::string& callback_case, const std::string& call_n_case,
+                      TVMFunctionHandle call_n, TVMFunctionHandle cb) {
+  AddCase(callback_case, [cb] {
+    TVMValue arg;
+    arg.v_int64 = 1;
+    int code = kTVMArgInt;
+    TVMValue rv;
+    int rc;
+    Check(TVMFuncCall(cb, &arg, &code, 1, &rv, &rc), "callback");
+    benchmark::DoNotOptimize(rv.v_int64);
+  });
+  AddCase(
+      call_n_case,
+      [call_n, cb] {
+        TVMValue rv;
+        int rc;
+        CallN(call_n, cb, &rv, &rc);
+        benchmark::DoNotOptimize(rv.v_int64);
+      },
+      kCallN);
+}
+
 void VerifyPolyffi(const PolyffiHandles& h) {
   TVMValue rv;
   int rc = -1;
@@ -235,14 +277,7 @@ void VerifyPolyffi(const PolyffiHandles& h) {
   Check(TVMFuncCall(h.add_one_callback, args, codes, 1, &rv, &rc), "callback");
   if (rc != kTVMArgInt || rv.v_int64 != 42) Fail("C callback(41) != 42");
 
-  args[0].v_handle = h.add_one_callback;
-  codes[0] = kTVMPackedFuncHandle;
-  args[1].v_int64 = kCallN;
-  codes[1] = kTVMArgInt;
-  Check(TVMFuncCall(h.call_n, args, codes, 2, &rv, &rc), "testing.call_n");
-  if (rc != kTVMArgInt || rv.v_int64 != kCallN * (kCallN + 1) / 2) {
-    Fail("testing.call_n(add_one, N) != N(N+1)/2");
-  }
+  CheckCallN(h.call_n, h.add_one_callback, "add_one");
 }
 
 void AddPolyffiCases(const PolyffiHandles& h, const std::string& prefix) {
@@ -271,64 +306,15 @@ void AddPolyffiCases(const PolyffiHandles& h, const std::string& prefix) {
     Check(TVMFuncCall(f, &arg, &code, 1, &rv, &rc), "testing.echo");
     benchmark::DoNotOptimize(rv.v_str);
   });
-  AddCase(prefix + "callback/polyffi_c", [f = h.add_one_callback] {
-    TVMValue arg;
-    arg.v_int64 = 1;
-    int code = kTVMArgInt;
-    TVMValue rv;
-    int rc;
-    Check(TVMFuncCall(f, &arg, &code, 1, &rv, &rc), "callback");
-    benchmark::DoNotOptimize(rv.v_int64);
-  });
-  AddCase(
-      prefix + "callback_call_n/polyffi_c",
-      [f = h.call_n, cb = h.add_one_callback] {
-        TVMValue args[2];
-        int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
-        args[0].v_handle = cb;
-        args[1].v_int64 = kCallN;
-        TVMValue rv;
-        int rc;
-        Check(TVMFuncCall(f, args, codes, 2, &rv, &rc), "testing.call_n");
-        benchmark::DoNotOptimize(rv.v_int64);
-      },
-      kCallN);
+  AddCallbackCases(prefix + "callback/polyffi_c", prefix + "callback_call_n/polyffi_c", h.call_n,
+                   h.add_one_callback);
 }
 
 // testing.call_n and TVMFuncCall on a callback that is a direct C callee.
 void AddDirectCallbackCases(TVMFunctionHandle call_n, TVMFunctionHandle cb) {
-  TVMValue args[2];
-  int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
-  args[0].v_handle = cb;
-  args[1].v_int64 = kCallN;
-  TVMValue rv;
-  int rc = -1;
-  Check(TVMFuncCall(call_n, args, codes, 2, &rv, &rc), "testing.call_n");
-  if (rc != kTVMArgInt || rv.v_int64 != kCallN * (kCallN + 1) / 2) {
-    Fail("testing.call_n(direct add_one, N) != N(N+1)/2");
-  }
-  AddCase("calls/callback_direct/polyffi_c", [cb] {
-    TVMValue arg;
-    arg.v_int64 = 1;
-    int code = kTVMArgInt;
-    TVMValue rv;
-    int rc;
-    Check(TVMFuncCall(cb, &arg, &code, 1, &rv, &rc), "direct callback");
-    benchmark::DoNotOptimize(rv.v_int64);
-  });
-  AddCase(
-      "calls/callback_call_n_direct/polyffi_c",
-      [call_n, cb] {
-        TVMValue args[2];
-        int codes[2] = {kTVMPackedFuncHandle, kTVMArgInt};
-        args[0].v_handle = cb;
-        args[1].v_int64 = kCallN;
-        TVMValue rv;
-        int rc;
-        Check(TVMFuncCall(call_n, args, codes, 2, &rv, &rc), "testing.call_n");
-        benchmark::DoNotOptimize(rv.v_int64);
-      },
-      kCallN);
+  CheckCallN(call_n, cb, "direct add_one");
+  AddCallbackCases("calls/callback_direct/polyffi_c", "calls/callback_call_n_direct/polyffi_c",
+                   call_n, cb);
 }
 
 // A trusted caller (a binding, the C++ layer) through TVMFuncGetDirect's pair: no argument checks,
