@@ -299,15 +299,28 @@ Val CallNamed(TVMFunctionHandle fn, const char* name, std::vector<TVMValue> v, s
   return Call(fn, v, c);
 }
 
+/*! \brief A VM runner over one relax library, with its stateful functions. */
+struct StatefulVm {
+  explicit StatefulVm(const std::string& library)
+      : lib(Load(library)),
+        runner(MakeRunner("polyffi.runner.vm", lib)),
+        set_input(runner.v.v_handle, "set_input"),
+        set_input_named(runner.v.v_handle, "set_input_named"),
+        invoke(runner.v.v_handle, "invoke_stateful"),
+        get_outputs(runner.v.v_handle, "get_outputs") {}
+  Val lib;
+  Val runner;
+  Fn set_input, set_input_named, invoke, get_outputs;
+};
+
 TEST(VMRunner, StatefulAPIOnTheRunner) {
   // mlp_params: forward(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias); two_outputs a tuple.
   Fixture fx(kRelax + "/mlp_params", "b1_io.txt");
-  Val lib = Load(kRelax + "/mlp_params.so");
-  Val runner = MakeRunner("polyffi.runner.vm", lib);
-  Fn set_input(runner.v.v_handle, "set_input");
-  Fn set_named(runner.v.v_handle, "set_input_named");
-  Fn invoke(runner.v.v_handle, "invoke_stateful");
-  Fn get_outputs(runner.v.v_handle, "get_outputs");
+  StatefulVm vm(kRelax + "/mlp_params.so");
+  const Fn& set_input = vm.set_input;
+  const Fn& set_named = vm.set_input_named;
+  const Fn& invoke = vm.invoke;
+  const Fn& get_outputs = vm.get_outputs;
   EXPECT_NE(ErrorOf([&] { CallNamed(get_outputs.h, "forward", {}, {}); }).find("ValueError"),
             std::string::npos);
   std::vector<int> codes(fx.inputs.size(), kTVMNDArrayHandle);
@@ -366,14 +379,10 @@ TEST(VMRunner, StatefulAPIOnTheRunner) {
       std::string::npos);
   // A tuple result comes back as an Array of its arrays.
   Fixture two(kRelax + "/two_outputs", "b1_io.txt");
-  Val lib2 = Load(kRelax + "/two_outputs.so");
-  Val runner2 = MakeRunner("polyffi.runner.vm", lib2);
-  Fn set_input2(runner2.v.v_handle, "set_input");
-  Fn invoke2(runner2.v.v_handle, "invoke_stateful");
-  Fn get_outputs2(runner2.v.v_handle, "get_outputs");
-  CallNamed(set_input2.h, "forward", two.Values(), {kTVMNDArrayHandle, kTVMNDArrayHandle});
-  CallNamed(invoke2.h, "forward", {}, {});
-  Val pair = CallNamed(get_outputs2.h, "forward", {}, {});
+  StatefulVm vm2(kRelax + "/two_outputs.so");
+  CallNamed(vm2.set_input.h, "forward", two.Values(), {kTVMNDArrayHandle, kTVMNDArrayHandle});
+  CallNamed(vm2.invoke.h, "forward", {}, {});
+  Val pair = CallNamed(vm2.get_outputs.h, "forward", {}, {});
   ASSERT_EQ(ArraySize(pair), 2);
   EXPECT_EQ(Outputs(pair), two.outputs);
 }
