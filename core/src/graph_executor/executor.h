@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "graph_executor/common.h"
+#include "polyffi/ndarray.h"
 
 namespace polyffi {
 namespace graph_executor {
@@ -214,12 +215,12 @@ class GraphExecutor {
   template <typename What>
   static void* CheckExternal(const What& what, const DLTensor* internal, const DLTensor* ext) {
     CheckMatch(what, internal, ext);
-    if (ext->device.device_type != internal->device.device_type ||
+    if (DeviceTypeOf(ext->device) != DeviceTypeOf(internal->device) ||
         ext->device.device_id != internal->device.device_id) {
       Throw("ValueError", what() + ": the array is on device (" +
-                              std::to_string(static_cast<int>(ext->device.device_type)) + ", " +
+                              std::to_string(DeviceTypeOf(ext->device)) + ", " +
                               std::to_string(ext->device.device_id) + "), the executor's is (" +
-                              std::to_string(static_cast<int>(internal->device.device_type)) +
+                              std::to_string(DeviceTypeOf(internal->device)) +
                               ", " + std::to_string(internal->device.device_id) + ")");
     }
     if (!IsCompact(*ext)) Throw("ValueError", what() + ": the array is not contiguous");
@@ -263,8 +264,8 @@ class GraphExecutor {
   // when the shapes already match or the rule does not apply (CheckMatch then reports it).
   static bool CopyFlat(const DLTensor* src, DLTensor* dst, const DLTensor* given) {
     if (given->ndim != 1 || src->ndim == dst->ndim || !SameDType(src->dtype, dst->dtype) ||
-        !IsCompact(*src) || !IsCompact(*dst) || src->device.device_type != kDLCPU ||
-        dst->device.device_type != kDLCPU) {
+        !IsCompact(*src) || !IsCompact(*dst) || DeviceTypeOf(src->device) != kDLCPU ||
+        DeviceTypeOf(dst->device) != kDLCPU) {
       return false;
     }
     int64_t n_src = 1, n_dst = 1;
