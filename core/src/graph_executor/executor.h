@@ -220,8 +220,8 @@ class GraphExecutor {
       Throw("ValueError", what() + ": the array is on device (" +
                               std::to_string(DeviceTypeOf(ext->device)) + ", " +
                               std::to_string(ext->device.device_id) + "), the executor's is (" +
-                              std::to_string(DeviceTypeOf(internal->device)) +
-                              ", " + std::to_string(internal->device.device_id) + ")");
+                              std::to_string(DeviceTypeOf(internal->device)) + ", " +
+                              std::to_string(internal->device.device_id) + ")");
     }
     if (!IsCompact(*ext)) Throw("ValueError", what() + ": the array is not contiguous");
     char* data = static_cast<char*>(ext->data) + ext->byte_offset;
